@@ -1,0 +1,1 @@
+//! Radio statistics page (see emulator/README.md, section 5).

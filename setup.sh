@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# meshemu setup: installs what is missing (Debian packages, a Python venv with
+# the package, the Rust workspace in release mode), then runs what was asked.
+#
+#   ./setup.sh          install only
+#   ./setup.sh test     install, then run every test (Rust and Python)
+#   ./setup.sh demo     install, then run the default experiment and show it
+#
+# Safe to re-run: every step checks before it acts.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+venv="$here/.venv"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }
+
+debian_packages=(
+    iproute2        # ip netns / ip link: namespaces, the user's view of labs
+    iptables        # NFQUEUE rules for the queueing and routing daemons
+    iperf3          # TCP/UDP traffic in experiments
+    iputils-ping    # ping inside nodes
+    procps          # sysctl, ps
+    tcpdump         # per-node captures
+    tshark          # reads the air captures in tests
+    python3-venv    # the project's virtualenv
+    python3-dev
+    build-essential
+    pkg-config
+    ca-certificates
+    curl
+)
+
+install_debian_packages() {
+    local missing=()
+    for p in "${debian_packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    [ "$(id -u)" -eq 0 ] || die "need root to install Debian packages: ${missing[*]}"
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+ensure_rust() {
+    if ! command -v cargo >/dev/null 2>&1; then
+        [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+    if ! command -v cargo >/dev/null 2>&1; then
+        say "installing Rust from Debian (cargo)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq --no-install-recommends cargo >/dev/null
+    fi
+    local v
+    v=$(rustc --version | awk '{print $2}')
+    case "$v" in
+        1.[0-7][0-9].*) die "Rust $v is too old; meshemu needs Rust >= 1.80 (rustup or Debian backports)";;
+    esac
+}
+
+build_rust() {
+    say "building the Rust workspace (release)"
+    cargo build --release --workspace --locked --quiet
+}
+
+ensure_venv() {
+    if [ ! -x "$venv/bin/python" ]; then
+        say "creating the Python virtualenv at .venv"
+        python3 -m venv "$venv"
+    fi
+    local stamp="$venv/.meshemu-installed"
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        say "installing the meshemu Python package and its dependencies"
+        "$venv/bin/pip" install --quiet --upgrade pip
+        "$venv/bin/pip" install --quiet -e ".[test]"
+        touch "$stamp"
+    fi
+    # The Python side finds the Rust programs next to its interpreter.
+    local bin
+    for bin in target/release/*; do
+        [ -f "$bin" ] && [ -x "$bin" ] || continue
+        ln -sf "$here/$bin" "$venv/bin/$(basename "$bin")"
+    done
+}
+
+install_all() {
+    install_debian_packages
+    ensure_rust
+    build_rust
+    ensure_venv
+}
+
+run_tests() {
+    [ "$(id -u)" -eq 0 ] || die "the tests need root (network namespaces); run as root"
+    say "Rust tests"
+    cargo test --release --workspace --locked --quiet
+    say "Python tests"
+    "$venv/bin/python" -m pytest -q -ra tests
+}
+
+case "${1:-install}" in
+    install) install_all ;;
+    test) install_all; run_tests ;;
+    demo) install_all; exec "$venv/bin/meshemu" demo ;;
+    *) die "usage: ./setup.sh [install|test|demo]" ;;
+esac

@@ -1,0 +1,1 @@
+//! TFRC and RE-TFRC.
