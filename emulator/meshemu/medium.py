@@ -1,0 +1,128 @@
+"""Talking to `meshemu-medium`: the `links` and `sim` subcommands and the
+control socket of a running lab (emulator/README.md sections 2, 3 and 6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import MediumError
+
+MEDIUM_PROGRAM = "meshemu-medium"
+
+
+def find_program(name: str = MEDIUM_PROGRAM) -> Path:
+    """A Rust program of the project: next to the venv's python, then on PATH."""
+    beside_python = Path(sys.executable).parent / name
+    if beside_python.is_file() and os.access(beside_python, os.X_OK):
+        return beside_python
+    on_path = shutil.which(name)
+    if on_path:
+        return Path(on_path)
+    raise MediumError(f"{name} not found (looked in {beside_python.parent} and on PATH): run ./setup.sh to build "
+                      "and install it")
+
+
+def _failure(what: str, result: subprocess.CompletedProcess[str]) -> MediumError:
+    detail = result.stderr.strip() or result.stdout.strip() or "no output"
+    return MediumError(f"{what} failed (exit {result.returncode}): {detail}")
+
+
+def _decode(what: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MediumError(f"{what} printed something that is not JSON ({exc}): {text[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise MediumError(f"{what} printed JSON that is not an object: {text[:200]!r}")
+    return value
+
+
+def links(config: dict[str, Any]) -> dict[str, Any]:
+    """`meshemu-medium links`: every audible ordered pair at time 0."""
+    program = find_program()
+    with tempfile.NamedTemporaryFile("w", prefix="meshemu-links-", suffix=".json") as file:
+        json.dump(config, file)
+        file.flush()
+        result = subprocess.run([str(program), "links", file.name], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise _failure(f"{MEDIUM_PROGRAM} links", result)
+    return _decode(f"{MEDIUM_PROGRAM} links", result.stdout)
+
+
+def sim(scenario: dict[str, Any]) -> dict[str, Any]:
+    """`meshemu-medium sim -`: one virtual-time run; the scenario on stdin."""
+    program = find_program()
+    result = subprocess.run([str(program), "sim", "-"], input=json.dumps(scenario), capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        raise _failure(f"{MEDIUM_PROGRAM} sim", result)
+    return _decode(f"{MEDIUM_PROGRAM} sim", result.stdout)
+
+
+def rx_neighbours(link_report: dict[str, Any], count: int) -> list[set[int]]:
+    """For each node, the nodes that receive its frames (in receive range)."""
+    neighbours: list[set[int]] = [set() for _ in range(count)]
+    for link in link_report.get("links", []):
+        if link.get("in_rx_range"):
+            neighbours[link["a"]].add(link["b"])
+    return neighbours
+
+
+def is_connected(link_report: dict[str, Any], count: int) -> bool:
+    """Whether every node reaches every other over links that work both ways
+    (802.11 unicast needs the ACK to come back)."""
+    heard = rx_neighbours(link_report, count)
+    both_ways = [{b for b in heard[a] if a in heard[b]} for a in range(count)]
+    seen = {0}
+    pending = [0]
+    while pending:
+        for other in both_ways[pending.pop()]:
+            if other not in seen:
+                seen.add(other)
+                pending.append(other)
+    return len(seen) == count
+
+
+class ControlClient:
+    """One request per connection to a lab's control socket (section 6)."""
+
+    def __init__(self, socket_path: Path, timeout: float = 10.0):
+        self.socket_path = socket_path
+        self.timeout = timeout
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        message = json.dumps({"op": op, **fields}) + "\n"
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.settimeout(self.timeout)
+                connection.connect(str(self.socket_path))
+                connection.sendall(message.encode())
+                reply = _read_line(connection)
+        except FileNotFoundError:
+            raise MediumError(f"no control socket at {self.socket_path}: is the lab's medium running?") from None
+        except OSError as exc:
+            raise MediumError(f"control socket {self.socket_path}: {exc}") from None
+        answer = _decode(f"the medium's reply to {op!r}", reply)
+        if answer.get("ok") is not True:
+            raise MediumError(f"the medium refused {op!r}: {answer.get('error', 'no reason given')}")
+        return answer
+
+
+def _read_line(connection: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    if not data:
+        raise OSError("the medium closed the connection without answering")
+    return data.decode()

@@ -1,0 +1,42 @@
+"""Radio profiles: complete radio settings in user syntax, one YAML file each
+in `meshemu/profiles/`."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .errors import ConfigError
+from .schema import Radio, StrictModel
+from .source import Document, load_yaml, pydantic_problems
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+
+# Fields a profile may leave out: computed from the others when absent.
+OPTIONAL_IN_PROFILE = {"interference_floor"}
+
+
+def available() -> list[str]:
+    return sorted(path.stem for path in PROFILE_DIR.glob("*.yaml"))
+
+
+@functools.lru_cache(maxsize=None)
+def load(name: str) -> tuple[Document, Radio]:
+    """The profile `name` and its document (to locate problems in it).
+    Raises KeyError for an unknown name, ConfigError for a broken profile."""
+    if name not in available():
+        raise KeyError(name)
+    path = PROFILE_DIR / f"{name}.yaml"
+    document = load_yaml(path)
+    if not isinstance(document.data, dict):
+        raise document.error((), "a profile must be a mapping of radio settings")
+    try:
+        radio = Radio.model_validate(document.data)
+    except ValidationError as exc:
+        raise ConfigError(pydantic_problems(document, exc.errors(), known_keys=StrictModel.known_keys())) from None
+    missing = [key for key in Radio.model_fields if key not in radio.model_fields_set and key not in OPTIONAL_IN_PROFILE]
+    if missing:
+        raise document.error((), f"incomplete profile: missing {', '.join(missing)}")
+    return document, radio

@@ -1,0 +1,416 @@
+"""The user syntax of topology files, as strict pydantic models.
+
+Values with units are parsed here (to metres, ns, bit/s, bytes, dBm, dB, Hz,
+m/s), so the models hold numbers in the units of the resolved configuration.
+Checks that need more than one field or file (thresholds after merging a
+profile, addresses, areas, node names in links) live in `topology.py`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from . import units
+from .units import Quantity
+
+NODE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+LAB_NAME = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors; no silent type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @classmethod
+    def known_keys(cls) -> frozenset[str]:
+        """Every field name of every strict model (for "did you mean")."""
+        names: set[str] = set()
+        pending: list[type[StrictModel]] = [StrictModel]
+        while pending:
+            model = pending.pop()
+            names.update(model.model_fields)
+            pending.extend(model.__subclasses__())
+        return frozenset(names)
+
+
+# --- scalar types with units --------------------------------------------------
+
+def measured(quantity: Quantity, *, minimum: float | None = None, positive: bool = False,
+             integer: bool = False) -> Any:
+    """An annotated type: a `quantity` with its unit, range-checked, as a
+    float (or an int for ns, bytes and bit/s)."""
+
+    def parse(value: Any) -> float | int:
+        number = quantity.parse(value)
+        if positive and number <= 0:
+            raise ValueError(f"must be positive, got {value}")
+        if minimum is not None and number < minimum:
+            raise ValueError(f"must not be negative, got {value}")
+        return units.whole(number, f"a {quantity.name} in base units") if integer else number
+
+    return Annotated[int if integer else float, BeforeValidator(parse)]
+
+
+Distance = measured(units.LENGTH, minimum=0.0)
+PositiveDistance = measured(units.LENGTH, positive=True)
+Duration = measured(units.TIME, minimum=0.0, integer=True)  # ns
+PositiveDuration = measured(units.TIME, positive=True, integer=True)
+PositiveRate = measured(units.RATE, positive=True, integer=True)  # bit/s
+Size = measured(units.SIZE, minimum=0.0, integer=True)  # bytes
+PositiveSize = measured(units.SIZE, positive=True, integer=True)
+Power = measured(units.POWER)  # dBm
+Loss = measured(units.DECIBEL, minimum=0.0)  # dB
+Gain = measured(units.GAIN)  # dBi
+Frequency = measured(units.FREQUENCY, positive=True)  # Hz
+PositiveSpeed = measured(units.SPEED, positive=True)  # m/s
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+PositiveNumber = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+
+
+def _position(value: Any) -> tuple[float, float, float]:
+    if not isinstance(value, list) or len(value) not in (2, 3):
+        raise ValueError("expected [x, y] or [x, y, z] in metres")
+    xyz = [units.coordinate(part) for part in value]
+    return (xyz[0], xyz[1], xyz[2] if len(xyz) == 3 else 0.0)
+
+
+def _point(value: Any) -> tuple[float, float]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("expected [x, y] in metres")
+    return (units.coordinate(value[0]), units.coordinate(value[1]))
+
+
+Position = Annotated[tuple[float, float, float], BeforeValidator(_position)]
+Point = Annotated[tuple[float, float], BeforeValidator(_point)]
+
+
+def _range_of(quantity: Quantity, positive: bool) -> Any:
+    """A [min, max] pair of a quantity, or one value meaning min = max."""
+    def parse(value: Any) -> tuple[float, float]:
+        parts = value if isinstance(value, list) else [value]
+        if len(parts) not in (1, 2):
+            raise ValueError(f"expected one {quantity.name} or [min, max], such as [{quantity.example}, "
+                             f"{quantity.example}]")
+        numbers = []
+        for part in parts:
+            number = quantity.parse(part)
+            if number < 0 or (positive and number == 0):
+                raise ValueError(f"must be {'positive' if positive else 'non-negative'}, got {part}")
+            numbers.append(number)
+        low, high = numbers[0], numbers[-1]
+        if low > high:
+            raise ValueError(f"min {parts[0]} is above max {parts[1]}")
+        return (low, high)
+
+    return Annotated[tuple[float, float], BeforeValidator(parse)]
+
+
+SpeedRange = _range_of(units.SPEED, positive=True)  # m/s
+PauseRange = _range_of(units.TIME, positive=False)  # ns (floats; made whole in resolution)
+
+
+def _ipv4(value: Any) -> ipaddress.IPv4Address:
+    if not isinstance(value, str):
+        raise ValueError("expected an IPv4 address such as 10.0.0.1")
+    try:
+        return ipaddress.IPv4Address(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IPv4 address") from None
+
+
+def _ipv4_network(value: Any) -> ipaddress.IPv4Network:
+    if not isinstance(value, str):
+        raise ValueError("expected an IPv4 subnet such as 10.0.0.0/16")
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not an IPv4 subnet ({exc})") from None
+
+
+IPv4 = Annotated[ipaddress.IPv4Address, BeforeValidator(_ipv4)]
+Subnet = Annotated[ipaddress.IPv4Network, BeforeValidator(_ipv4_network)]
+
+
+def _name_checker(pattern: re.Pattern[str], what: str, rule: str) -> Any:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise ValueError(f"bad {what} {value!r}: {rule}")
+        return value
+
+    return Annotated[str, BeforeValidator(check)]
+
+
+NodeName = _name_checker(NODE_NAME, "node name", "a lower-case letter, then up to 31 of a-z, 0-9, '-'")
+LabName = _name_checker(LAB_NAME, "lab name", "a lower-case letter, then up to 15 of a-z, 0-9, '-'")
+
+
+def _rts_threshold(value: Any) -> int:
+    if value == "off":
+        return RTS_OFF
+    number = units.SIZE.parse(value)
+    if number < 0:
+        raise ValueError(f"must not be negative, got {value}")
+    return units.whole(number, "rts_threshold in bytes")
+
+
+# "off": no MPDU is ever larger than this, so RTS/CTS is never used.
+RTS_OFF = 2**32 - 1
+RtsThreshold = Annotated[int, BeforeValidator(_rts_threshold)]
+
+
+# --- radio ----------------------------------------------------------------------
+
+class FreeSpace(StrictModel):
+    model: Literal["free_space"]
+
+
+class TwoRayGround(StrictModel):
+    model: Literal["two_ray_ground"]
+
+
+class LogDistance(StrictModel):
+    model: Literal["log_distance"]
+    exponent: PositiveNumber
+    reference_distance: PositiveDistance
+
+
+class Shadowing(StrictModel):
+    model: Literal["shadowing"]
+    exponent: PositiveNumber
+    reference_distance: PositiveDistance
+    sigma: Loss
+    per: Literal["frame", "link"] = "frame"
+
+
+def _propagation_shorthand(value: Any) -> Any:
+    return {"model": value} if isinstance(value, str) else value
+
+
+Propagation = Annotated[
+    Union[FreeSpace, TwoRayGround, LogDistance, Shadowing],
+    Field(discriminator="model"),
+    BeforeValidator(_propagation_shorthand),
+]
+
+
+class Radio(StrictModel):
+    """Radio settings in user syntax; every field optional (layers merge)."""
+
+    phy: Literal["dsss", "ofdm"] | None = None
+    data_rate: PositiveRate | None = None
+    basic_rate: PositiveRate | None = None
+    preamble: Literal["long", "short"] | None = None
+    signal_extension: Duration | None = None
+    frequency: Frequency | None = None
+    tx_power: Power | None = None
+    antenna_gain: Gain | None = None
+    antenna_height: Distance | None = None
+    system_loss: Loss | None = None
+    propagation: Propagation | None = None
+    rx_threshold: Power | None = None
+    cs_threshold: Power | None = None
+    capture_threshold: Loss | None = None
+    capture_restart: bool | None = None
+    noise_floor: Power | None = None
+    interference_floor: Power | None = None
+    bit_error_rate: Probability | None = None
+    slot: PositiveDuration | None = None
+    sifs: PositiveDuration | None = None
+    cw_min: Annotated[int, Field(ge=1, le=65535)] | None = None
+    cw_max: Annotated[int, Field(ge=1, le=65535)] | None = None
+    rts_threshold: RtsThreshold | None = None
+    short_retry_limit: Annotated[int, Field(ge=1, le=255)] | None = None
+    long_retry_limit: Annotated[int, Field(ge=1, le=255)] | None = None
+    queue_len: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    queue_priority: bool | None = None
+
+
+# --- mac --------------------------------------------------------------------------
+
+class Tdma(StrictModel):
+    slot: Duration | Literal["auto"] = "auto"
+
+
+class TdmaMac(StrictModel):
+    tdma: Tdma | None = None
+
+
+def _mac_kind(value: Any) -> str | None:
+    if value == "dcf":
+        return "dcf"
+    if isinstance(value, dict):
+        return "tdma"
+    return None
+
+
+Mac = Annotated[
+    Union[Annotated[Literal["dcf"], Tag("dcf")], Annotated[TdmaMac, Tag("tdma")]],
+    Discriminator(_mac_kind, custom_error_type="mac", custom_error_message="expected dcf or {tdma: {slot: 6ms}}"),
+]
+
+
+# --- mobility ---------------------------------------------------------------------
+
+class StaticMobility(StrictModel):
+    model: Literal["static"]
+
+
+def _waypoint(value: Any) -> tuple[int, tuple[float, float, float]]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("expected [time, [x, y]] such as [10s, [100m, 0m]]")
+    time_ns = units.TIME.parse(value[0])
+    if time_ns < 0:
+        raise ValueError(f"time must not be negative, got {value[0]}")
+    return (units.whole(time_ns, "a waypoint time in ns"), _position(value[1]))
+
+
+Waypoint = Annotated[tuple[int, tuple[float, float, float]], BeforeValidator(_waypoint)]
+
+
+class WaypointsMobility(StrictModel):
+    model: Literal["waypoints"]
+    points: Annotated[list[Waypoint], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _times_increase(self) -> "WaypointsMobility":
+        times = [time for time, _ in self.points]
+        if any(later < earlier for earlier, later in zip(times, times[1:])):
+            raise ValueError("waypoint times must not decrease")
+        return self
+
+
+class Move(StrictModel):
+    at: Duration
+    to: Position
+    speed: PositiveSpeed
+
+
+class SetdestMobility(StrictModel):
+    model: Literal["setdest"]
+    moves: list[Move]
+
+
+class RandomWaypointMobility(StrictModel):
+    model: Literal["random_waypoint"]
+    speed: SpeedRange
+    pause: PauseRange = (0.0, 0.0)
+    steady_state: bool = True
+
+
+class Ns2TraceMobility(StrictModel):
+    model: Literal["ns2_trace"]
+    file: str
+
+
+NodeMobility = Annotated[
+    Union[StaticMobility, WaypointsMobility, SetdestMobility, RandomWaypointMobility],
+    Field(discriminator="model"),
+]
+LabMobility = Annotated[
+    Union[StaticMobility, RandomWaypointMobility, Ns2TraceMobility],
+    Field(discriminator="model"),
+]
+
+
+# --- generators -------------------------------------------------------------------
+
+NodeCount = Annotated[int, Field(ge=1, le=4096)]
+
+
+class ChainGenerator(StrictModel):
+    kind: Literal["chain"]
+    n: NodeCount
+    spacing: PositiveDistance
+
+
+class GridGenerator(StrictModel):
+    kind: Literal["grid"]
+    rows: NodeCount
+    cols: NodeCount
+    spacing: PositiveDistance
+
+
+class RandomGenerator(StrictModel):
+    kind: Literal["random"]
+    n: NodeCount
+    connected: bool = True
+    max_attempts: Annotated[int, Field(ge=1, le=100_000)] = 100
+
+
+class StripGenerator(StrictModel):
+    kind: Literal["strip"]
+    n: NodeCount
+    length: PositiveDistance
+    width: PositiveDistance
+    connected: bool = True
+    max_attempts: Annotated[int, Field(ge=1, le=100_000)] = 100
+
+
+class StarGenerator(StrictModel):
+    kind: Literal["star"]
+    n: NodeCount  # nodes on the circle; n0 is the centre
+    radius: PositiveDistance
+
+
+Generator = Annotated[
+    Union[ChainGenerator, GridGenerator, RandomGenerator, StripGenerator, StarGenerator],
+    Field(discriminator="kind"),
+]
+
+
+# --- topology ---------------------------------------------------------------------
+
+class Area(StrictModel):
+    min: Point
+    max: Point
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Area":
+        if not (self.min[0] < self.max[0] and self.min[1] < self.max[1]):
+            raise ValueError("min must be below max in both x and y")
+        return self
+
+
+class NodeSpec(StrictModel):
+    position: Position | None = None
+    radio: Radio | None = None
+    ipv4: IPv4 | None = None
+    promiscuous: bool | None = None
+    mobility: NodeMobility | None = None
+
+
+class Defaults(StrictModel):
+    promiscuous: bool | None = None
+    radio: Radio | None = None
+    mobility: NodeMobility | None = None
+
+
+class LinkSpec(StrictModel):
+    a: str
+    b: str
+    bit_error_rate: Probability | None = None
+    extra_loss: Loss | None = None
+
+
+Seed = Annotated[int, Field(ge=0, le=2**64 - 1)]
+
+
+class TopologySpec(StrictModel):
+    name: LabName | None = None
+    profile: str = "ns2-wavelan"
+    radio: Radio | None = None
+    seed: Seed = 1
+    mac: Mac = "dcf"
+    subnet: Subnet = ipaddress.IPv4Network("10.0.0.0/16")
+    routing: Literal["static", "none"] = "static"
+    area: Area | None = None
+    defaults: Defaults | None = None
+    generate: Generator | None = None
+    nodes: dict[NodeName, NodeSpec | None] | None = None
+    links: list[LinkSpec] | None = None
+    mobility: LabMobility | None = None

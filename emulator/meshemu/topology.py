@@ -1,0 +1,538 @@
+"""Topology files -> the resolved medium configuration (emulator/README.md §1).
+
+`load_topology(path)` reads, validates and resolves a topology file; nothing
+outside this process is touched except `meshemu-medium links`, which random
+generators ask whether a placement is connected. Every problem is reported
+as `FILE:LINE:COL: path: problem`, all at once where possible.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from . import generators, medium, profiles
+from .errors import ConfigError, Problem
+from .ns2trace import TraceNode, load_trace
+from .schema import (
+    ChainGenerator, GridGenerator, LogDistance, NodeSpec, Ns2TraceMobility, RandomGenerator,
+    RandomWaypointMobility, Radio, SetdestMobility, Shadowing, StarGenerator, StaticMobility, StrictModel,
+    StripGenerator, TdmaMac, TopologySpec, WaypointsMobility,
+)
+from .source import DataPath, Document, load_yaml, pydantic_problems
+
+Position = tuple[float, float, float]
+LinksFunction = Callable[[dict[str, Any]], dict[str, Any]]
+
+PHY_RATES_BPS = {
+    "dsss": {1_000_000, 2_000_000, 5_500_000, 11_000_000},
+    "ofdm": {6_000_000, 9_000_000, 12_000_000, 18_000_000, 24_000_000, 36_000_000, 48_000_000, 54_000_000},
+}
+# Routing control traffic the medium queues first (AODV, OLSR, babel).
+PRIORITY_UDP_PORTS = [654, 698, 6696]
+LAB_MTU = 1500
+
+
+@dataclass(frozen=True)
+class TopologyNode:
+    index: int
+    name: str
+    ipv4: ipaddress.IPv4Address
+    position: Position  # at time 0 (ignored by the model under random_waypoint)
+    mobility: str  # the resolved mobility kind
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A resolved topology: node names and addresses, and the medium
+    configuration of section 1 (JSON-ready)."""
+
+    name: str | None
+    source: str
+    routing: str
+    subnet: ipaddress.IPv4Network
+    nodes: tuple[TopologyNode, ...]
+    medium: dict[str, Any]
+
+    def node(self, name: str) -> TopologyNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    def netns(self, lab: str, node: TopologyNode) -> str:
+        return f"{lab}-{node.name}"
+
+    def lab_config(self, lab: str, run_dir: Path) -> dict[str, Any]:
+        """LAB.json for `meshemu-medium tap` (section 4)."""
+        return {
+            "lab": lab,
+            "run_dir": str(run_dir),
+            "medium": self.medium,
+            "nodes": [{"netns": self.netns(lab, node), "ipv4": str(node.ipv4),
+                       "prefix_len": self.subnet.prefixlen, "mtu": LAB_MTU} for node in self.nodes],
+            "routing": self.routing,
+            "priority_udp_ports": PRIORITY_UDP_PORTS,
+            "realtime": {"sched_fifo": False, "spin_ns": 0},
+        }
+
+
+def load_topology(path: str | Path, *, links: LinksFunction = medium.links) -> Topology:
+    document = load_yaml(path)
+    return resolve_topology(document, links=links)
+
+
+def validate_spec(document: Document, prefix: DataPath = ()) -> TopologySpec:
+    data = document.get(prefix)
+    if not isinstance(data, dict):
+        raise document.error(prefix, "expected a mapping (a topology)")
+    try:
+        return TopologySpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(pydantic_problems(document, exc.errors(), prefix, StrictModel.known_keys())) from None
+
+
+def resolve_topology(document: Document, prefix: DataPath = (), *, links: LinksFunction = medium.links,
+                     seed: int | None = None, mac: dict[str, Any] | None = None) -> Topology:
+    """Resolve the topology at `prefix` of `document`. A sim file overrides
+    the seed and the MAC of the topology it names."""
+    spec = validate_spec(document, prefix)
+    return _Resolver(document, prefix, spec, links, seed, mac).resolve()
+
+
+# --- resolution -------------------------------------------------------------------------
+
+@dataclass
+class _Layer:
+    """One mapping of radio settings and where it is written."""
+
+    document: Document
+    path: DataPath
+    radio: Radio
+
+
+@dataclass
+class _PlannedNode:
+    name: str
+    position: Position | None
+    position_path: DataPath  # where the position comes from (for "outside the area")
+    spec: NodeSpec = field(default_factory=NodeSpec)
+    spec_path: DataPath | None = None  # the node's own entry under nodes:, if any
+    generated: bool = False
+
+
+class _Resolver:
+    def __init__(self, document: Document, prefix: DataPath, spec: TopologySpec, links: LinksFunction,
+                 seed: int | None, mac: dict[str, Any] | None):
+        self.doc = document
+        self.prefix = prefix
+        self.spec = spec
+        self.links = links
+        self.seed = spec.seed if seed is None else seed
+        self.mac_override = mac
+        self.problems: list[Problem] = []
+
+    def at(self, *path: str | int) -> DataPath:
+        return self.prefix + path
+
+    def problem(self, path: DataPath, message: str, document: Document | None = None) -> None:
+        self.problems.append((document or self.doc).problem(path, message))
+
+    def check(self) -> None:
+        if self.problems:
+            raise ConfigError(self.problems)
+
+    def resolve(self) -> Topology:
+        profile_layer = self._profile_layer()
+        planned = self._plan_nodes()
+        self.check()
+        layers = [profile_layer]
+        if self.spec.radio is not None:
+            layers.append(_Layer(self.doc, self.at("radio"), self.spec.radio))
+        if self.spec.defaults is not None and self.spec.defaults.radio is not None:
+            layers.append(_Layer(self.doc, self.at("defaults", "radio"), self.spec.defaults.radio))
+        radios = []
+        for node in planned:
+            node_layers = list(layers)
+            if node.spec.radio is not None and node.spec_path is not None:
+                node_layers.append(_Layer(self.doc, node.spec_path + ("radio",), node.spec.radio))
+            radios.append(self._radio(node_layers))
+        mobilities = self._mobilities(planned)
+        addresses = self._addresses(planned)
+        link_entries = self._links(planned, radios)
+        self.check()
+
+        config = {
+            "seed": self.seed,
+            "mac": self.mac_override if self.mac_override is not None else self._mac(),
+            "nodes": [
+                {
+                    "name": node.name,
+                    "mac_address": mac_address(index),
+                    "position": list(node.position or (0.0, 0.0, 0.0)),
+                    "promiscuous": self._promiscuous(node),
+                    "mobility": mobilities[index],
+                    "radio": radios[index],
+                }
+                for index, node in enumerate(planned)
+            ],
+            "links": link_entries,
+        }
+        self._place_connected(planned, config)
+        self._check_area(planned, mobilities)
+        self.check()
+        nodes = tuple(
+            TopologyNode(index, node.name, addresses[index], tuple(config["nodes"][index]["position"]),
+                         mobilities[index]["kind"])
+            for index, node in enumerate(planned)
+        )
+        return Topology(self.spec.name, self.doc.file, self.spec.routing, self.spec.subnet, nodes, config)
+
+    # --- profile and radio ---
+
+    def _profile_layer(self) -> _Layer:
+        try:
+            document, radio = profiles.load(self.spec.profile)
+        except KeyError:
+            self.problem(self.at("profile"), f"unknown profile {self.spec.profile!r}; available: "
+                                             f"{', '.join(profiles.available())}")
+            self.check()
+            raise AssertionError("unreachable") from None
+        return _Layer(document, (), radio)
+
+    def _radio(self, layers: list[_Layer]) -> dict[str, Any]:
+        """Merge the layers (later wins) and check the combination; the
+        resolved radio of section 1."""
+        value: dict[str, Any] = {}
+        origin: dict[str, tuple[int, _Layer]] = {}
+        for rank, layer in enumerate(layers):
+            for key in layer.radio.model_fields_set:
+                value[key] = getattr(layer.radio, key)
+                origin[key] = (rank, layer)
+
+        def blame(message: str, *keys: str) -> None:
+            # Report where the most specific of the keys involved was set.
+            key = max((key for key in keys if key in origin), key=lambda k: origin[k][0])
+            layer = origin[key][1]
+            self.problem(layer.path + (key,), message, layer.document)
+
+        for key in ("data_rate", "basic_rate"):
+            if value[key] not in PHY_RATES_BPS[value["phy"]]:
+                rates = ", ".join(f"{rate / 1e6:g}Mbps" for rate in sorted(PHY_RATES_BPS[value["phy"]]))
+                blame(f"{value[key] / 1e6:g} Mbit/s is not a {value['phy']} rate (use {rates})", key, "phy")
+        if value["cs_threshold"] > value["rx_threshold"]:
+            blame(f"cs_threshold ({value['cs_threshold']:.2f} dBm) is above rx_threshold "
+                  f"({value['rx_threshold']:.2f} dBm): every frame that can be received must also be sensed",
+                  "cs_threshold", "rx_threshold")
+        if value["cw_min"] > value["cw_max"]:
+            blame(f"cw_min ({value['cw_min']}) is above cw_max ({value['cw_max']})", "cw_min", "cw_max")
+        default_floor = min(value["cs_threshold"], value["rx_threshold"] - value["capture_threshold"]) - 10.0
+        floor = value.get("interference_floor", default_floor)
+        if floor > value["cs_threshold"]:
+            blame(f"interference_floor ({floor:.2f} dBm) is above cs_threshold ({value['cs_threshold']:.2f} dBm): "
+                  "signals that are sensed must be tracked", "interference_floor", "cs_threshold")
+        return {
+            "phy": value["phy"],
+            "data_rate_bps": value["data_rate"],
+            "basic_rate_bps": value["basic_rate"],
+            "preamble": value["preamble"],
+            "signal_extension_ns": value["signal_extension"],
+            "frequency_hz": value["frequency"],
+            "tx_power_dbm": value["tx_power"],
+            "antenna_gain_dbi": value["antenna_gain"],
+            "antenna_height_m": value["antenna_height"],
+            "system_loss_db": value["system_loss"],
+            "propagation": _propagation(value["propagation"]),
+            "rx_threshold_dbm": value["rx_threshold"],
+            "cs_threshold_dbm": value["cs_threshold"],
+            "capture_threshold_db": value["capture_threshold"],
+            "capture_restart": value["capture_restart"],
+            "noise_floor_dbm": value["noise_floor"],
+            "interference_floor_dbm": floor,
+            "bit_error_rate": value["bit_error_rate"],
+            "slot_ns": value["slot"],
+            "sifs_ns": value["sifs"],
+            "cw_min": value["cw_min"],
+            "cw_max": value["cw_max"],
+            "rts_threshold_bytes": value["rts_threshold"],
+            "short_retry_limit": value["short_retry_limit"],
+            "long_retry_limit": value["long_retry_limit"],
+            "queue_len": value["queue_len"],
+            "queue_priority": value["queue_priority"],
+        }
+
+    # --- nodes and positions ---
+
+    def _plan_nodes(self) -> list[_PlannedNode]:
+        planned = [_PlannedNode(f"n{i}", position, self.at("generate"), generated=True)
+                   for i, position in enumerate(self._generated_positions())]
+        by_name = {node.name: node for node in planned}
+        for name, node_spec in (self.spec.nodes or {}).items():
+            path = self.at("nodes", name)
+            node_spec = node_spec or NodeSpec()
+            node = by_name.get(name)
+            if node is None:  # a node of its own, after the generated ones
+                node = _PlannedNode(name, None, path)
+                planned.append(node)
+                by_name[name] = node
+            node.spec, node.spec_path = node_spec, path
+            if node_spec.position is not None:
+                node.position, node.position_path = node_spec.position, path + ("position",)
+        if not planned:
+            self.problem(self.prefix, "no nodes: add a generate: section or nodes:")
+        return planned
+
+    def _generated_positions(self) -> list[Position | None]:
+        """Positions of generated nodes; None for random generators (placed
+        once the radios are known, see `_place_connected`)."""
+        generate = self.spec.generate
+        if generate is None:
+            return []
+        if isinstance(generate, ChainGenerator):
+            return list(generators.chain(generate.n, generate.spacing))
+        if isinstance(generate, GridGenerator):
+            return list(generators.grid(generate.rows, generate.cols, generate.spacing))
+        if isinstance(generate, StarGenerator):
+            return list(generators.star(generate.n, generate.radius))
+        if isinstance(generate, RandomGenerator) and self.spec.area is None:
+            self.problem(self.at("generate"), "the random generator places nodes in the area: add area: {min: [x, y], "
+                                              "max: [x, y]}")
+        return [None] * generate.n
+
+    def _random_box(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        generate = self.spec.generate
+        if isinstance(generate, StripGenerator):
+            return (0.0, 0.0), (generate.length, generate.width)
+        assert self.spec.area is not None
+        return self.spec.area.min, self.spec.area.max
+
+    def _place_connected(self, planned: list[_PlannedNode], config: dict[str, Any]) -> None:
+        """Draw the random generator's positions (seeded), redrawing until the
+        medium says the network is connected, if asked."""
+        generate = self.spec.generate
+        if not isinstance(generate, (RandomGenerator, StripGenerator)):
+            return
+        rng = random.Random(self.seed)
+        low, high = self._random_box()
+        targets = [i for i in range(generate.n) if planned[i].position is None]
+        for _attempt in range(generate.max_attempts):
+            draw = generators.uniform(rng, generate.n, low, high)
+            for i in targets:
+                planned[i].position = draw[i]
+                config["nodes"][i]["position"] = list(draw[i])
+            if not generate.connected or medium.is_connected(self.links(config), len(planned)):
+                return
+        self.problem(self.at("generate"), f"no connected placement of {generate.n} nodes found in "
+                                          f"{generate.max_attempts} attempts with seed {self.seed}: raise max_attempts, "
+                                          "add nodes, enlarge the radio range or shrink the area")
+
+    def _promiscuous(self, node: _PlannedNode) -> bool:
+        if node.spec.promiscuous is not None:
+            return node.spec.promiscuous
+        if self.spec.defaults is not None and self.spec.defaults.promiscuous is not None:
+            return self.spec.defaults.promiscuous
+        return False
+
+    # --- mobility ---
+
+    def _mobilities(self, planned: list[_PlannedNode]) -> list[dict[str, Any]]:
+        lab_mobility = self.spec.mobility
+        defaults_mobility = self.spec.defaults.mobility if self.spec.defaults else None
+        if lab_mobility is not None and defaults_mobility is not None:
+            self.problem(self.at("defaults", "mobility"), "give mobility either at the top level or in defaults, "
+                                                          "not both")
+        trace: dict[int, TraceNode] = {}
+        if isinstance(lab_mobility, Ns2TraceMobility):
+            trace = self._trace(lab_mobility, len(planned))
+        result = []
+        for index, node in enumerate(planned):
+            if node.spec.mobility is not None:
+                assert node.spec_path is not None
+                spec, path = node.spec.mobility, node.spec_path + ("mobility",)
+            elif index in trace:
+                result.append(self._trace_mobility(node, trace[index]))
+                continue
+            elif isinstance(lab_mobility, (StaticMobility, RandomWaypointMobility)):
+                spec, path = lab_mobility, self.at("mobility")
+            elif defaults_mobility is not None:
+                spec, path = defaults_mobility, self.at("defaults", "mobility")
+            else:
+                spec, path = StaticMobility(model="static"), self.at("nodes", node.name)
+            result.append(self._node_mobility(node, spec, path))
+        for node in planned:
+            if node.position is None and not node.generated:
+                self.problem(node.position_path, "position is required (or a mobility that sets it)")
+        return result
+
+    def _node_mobility(self, node: _PlannedNode, spec: Any, path: DataPath) -> dict[str, Any]:
+        if isinstance(spec, WaypointsMobility):
+            node.position, node.position_path = spec.points[0][1], path + ("points", 0)
+            return {"kind": "waypoints",
+                    "points": [{"t_ns": time, "position": list(position)} for time, position in spec.points]}
+        if isinstance(spec, SetdestMobility):
+            return {"kind": "setdest", "moves": [{"t_ns": move.at, "target": list(move.to),
+                                                  "speed_mps": move.speed} for move in spec.moves]}
+        if isinstance(spec, RandomWaypointMobility):
+            if self.spec.area is None:
+                self.problem(path, "random_waypoint moves nodes inside the area: add area: {min: [x, y], max: [x, y]}")
+                return {"kind": "static"}
+            area = self.spec.area
+            if node.position is None:  # ignored by the model, which draws it
+                node.position = (area.min[0], area.min[1], 0.0)
+            return {"kind": "random_waypoint",
+                    "area": {"min": list(area.min), "max": list(area.max)},
+                    "speed_mps": {"min": spec.speed[0], "max": spec.speed[1]},
+                    "pause_ns": {"min": round(spec.pause[0]), "max": round(spec.pause[1])},
+                    "steady_state": spec.steady_state}
+        return {"kind": "static"}
+
+    def _trace(self, spec: Ns2TraceMobility, count: int) -> dict[int, TraceNode]:
+        path = self.at("mobility", "file")
+        mark, _ = self.doc.mark(path)
+        trace_path = Path(mark.file).parent / spec.file
+        if not trace_path.is_file():
+            self.problem(path, f"no such file: {trace_path}")
+            return {}
+        try:
+            trace = load_trace(trace_path, str(trace_path))
+        except ConfigError as exc:
+            self.problems.extend(exc.problems)
+            return {}
+        for index, entry in sorted(trace.items()):
+            if index >= count:
+                self.problems.append(Problem(str(trace_path), entry.first_line, 1, "",
+                                             f"node {index} does not exist (the topology has {count} nodes, 0 to "
+                                             f"{count - 1})"))
+        return {index: entry for index, entry in trace.items() if index < count}
+
+    def _trace_mobility(self, node: _PlannedNode, entry: TraceNode) -> dict[str, Any]:
+        if entry.initial:
+            old = node.position or (0.0, 0.0, 0.0)
+            node.position = (entry.initial.get("X", old[0]), entry.initial.get("Y", old[1]),
+                             entry.initial.get("Z", old[2]))
+            node.position_path = self.at("mobility", "file")
+        z = node.position[2] if node.position else 0.0
+        return {"kind": "setdest", "moves": [{"t_ns": move.at_ns, "target": [move.target[0], move.target[1], z],
+                                              "speed_mps": move.speed_mps} for move in entry.moves]}
+
+    def _check_area(self, planned: list[_PlannedNode], mobilities: list[dict[str, Any]]) -> None:
+        area = self.spec.area
+        if area is None:
+            return
+
+        def inside(position: list[float] | tuple[float, ...]) -> bool:
+            return area.min[0] <= position[0] <= area.max[0] and area.min[1] <= position[1] <= area.max[1]
+
+        bounds = f"[{area.min[0]:g}, {area.min[1]:g}] to [{area.max[0]:g}, {area.max[1]:g}]"
+        for node, mobility in zip(planned, mobilities):
+            if mobility["kind"] == "random_waypoint":
+                continue
+            if node.position is not None and not inside(node.position):
+                self.problem(node.position_path, f"node {node.name} at ({node.position[0]:g}, {node.position[1]:g}) "
+                                                 f"is outside the area {bounds}")
+            targets = [move["target"] for move in mobility.get("moves", [])]
+            targets += [point["position"] for point in mobility.get("points", [])]
+            for target in targets:
+                if not inside(target):
+                    self.problem(node.spec_path or self.at("mobility"),
+                                 f"node {node.name} moves to ({target[0]:g}, {target[1]:g}), outside the area {bounds}")
+                    break
+
+    # --- addresses, links, mac ---
+
+    def _addresses(self, planned: list[_PlannedNode]) -> list[ipaddress.IPv4Address]:
+        subnet = self.spec.subnet
+        if subnet.prefixlen > 30:
+            self.problem(self.at("subnet"), f"{subnet} is too small: use a prefix of /30 or shorter")
+            return []
+        host_count = subnet.num_addresses - 2
+        addresses: list[ipaddress.IPv4Address] = []
+        owner: dict[ipaddress.IPv4Address, str] = {}
+        for index, node in enumerate(planned):
+            explicit = node.spec.ipv4
+            path = (node.spec_path or self.at("nodes")) + ("ipv4",)
+            if explicit is not None:
+                if explicit not in subnet:
+                    self.problem(path, f"{explicit} is outside the subnet {subnet}")
+                elif explicit in (subnet.network_address, subnet.broadcast_address):
+                    self.problem(path, f"{explicit} is the {'network' if explicit == subnet.network_address else 'broadcast'} "
+                                       f"address of {subnet}")
+                address = explicit
+            elif index < host_count:
+                address = subnet.network_address + index + 1
+            else:
+                self.problem(self.at("subnet"), f"{subnet} has {host_count} host addresses, too few for "
+                                                f"{len(planned)} nodes")
+                return []
+            if address in owner:
+                self.problem(path if explicit is not None else self._address_path(planned, owner[address]),
+                             f"duplicate address {address} ({owner[address]} and {node.name})")
+            owner[address] = node.name
+            addresses.append(address)
+        return addresses
+
+    def _address_path(self, planned: list[_PlannedNode], name: str) -> DataPath:
+        node = next(node for node in planned if node.name == name)
+        return (node.spec_path or self.at("nodes")) + ("ipv4",)
+
+    def _links(self, planned: list[_PlannedNode], radios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        index = {node.name: i for i, node in enumerate(planned)}
+        entries = []
+        seen: set[tuple[int, int]] = set()
+        for number, link in enumerate(self.spec.links or []):
+            path = self.at("links", number)
+            ends = []
+            for end in ("a", "b"):
+                name = getattr(link, end)
+                if name not in index:
+                    self.problem(path + (end,), f"unknown node {name!r}")
+                ends.append(index.get(name))
+            if None in ends:
+                continue
+            a, b = ends
+            if a == b:
+                self.problem(path, f"a link needs two different nodes, got {link.a} twice")
+                continue
+            if (min(a, b), max(a, b)) in seen:
+                self.problem(path, f"a second entry for the link {link.a}-{link.b}")
+            seen.add((min(a, b), max(a, b)))
+            if link.bit_error_rate is None and link.extra_loss is None:
+                self.problem(path, "give bit_error_rate, extra_loss or both")
+                continue
+            # Without its own bit error rate the pair keeps the radios' (the worse of the two).
+            bit_error_rate = link.bit_error_rate
+            if bit_error_rate is None:
+                bit_error_rate = max(radios[a]["bit_error_rate"], radios[b]["bit_error_rate"])
+            entries.append({"a": a, "b": b, "bit_error_rate": bit_error_rate, "extra_loss_db": link.extra_loss or 0.0})
+        return entries
+
+    def _mac(self) -> dict[str, Any]:
+        return resolve_mac(self.spec.mac)
+
+
+def resolve_mac(mac: Any) -> dict[str, Any]:
+    """`dcf` or `{tdma: {slot: ...}}` -> section 1's mac object."""
+    if isinstance(mac, TdmaMac):
+        slot = mac.tdma.slot if mac.tdma is not None else "auto"
+        return {"kind": "tdma", "slot_ns": 0 if slot == "auto" else slot}
+    return {"kind": "dcf"}
+
+
+def _propagation(spec: Any) -> dict[str, Any]:
+    if isinstance(spec, Shadowing):
+        return {"model": "shadowing", "exponent": spec.exponent, "reference_distance_m": spec.reference_distance,
+                "sigma_db": spec.sigma, "per": spec.per}
+    if isinstance(spec, LogDistance):
+        return {"model": "log_distance", "exponent": spec.exponent, "reference_distance_m": spec.reference_distance}
+    return {"model": spec.model}
+
+
+def mac_address(index: int) -> str:
+    """Locally administered, unicast: 02:00 then the 1-based node number."""
+    number = (index + 1).to_bytes(4, "big")
+    return "02:00:" + ":".join(f"{byte:02x}" for byte in number)
