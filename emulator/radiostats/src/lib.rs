@@ -1,1 +1,544 @@
-//! Radio statistics page (see emulator/README.md, section 5).
+//! Radio statistics page of a meshemu node (emulator/README.md, section 5).
+//!
+//! The medium keeps one small file per node, `run_dir/nodes/<name>/radio`,
+//! memory-mapped by any process that wants the node's MAC/PHY counters; a
+//! daemon running inside a node finds its own page through
+//! `/run/meshemu/by-netns/<inode of its network namespace>` ([`RadioStats::open_own`]).
+//!
+//! # Layout, version 1
+//!
+//! Native byte order, which meshemu only builds for little-endian hosts. Every
+//! field is 8-byte aligned in 8-byte words, so the page is an array of `u64`
+//! words and every word is written and read atomically.
+//!
+//! | offset | type | field |
+//! |---|---|---|
+//! | 0 | `[u8; 8]` | magic `MESHSTAT` |
+//! | 8 | `u32` | version = 1 |
+//! | 12 | `u32` | header size in bytes = offset of the node counters (40) |
+//! | 16 | `u64` | seq (sequence lock, odd while the writer is writing) |
+//! | 24 | `u64` | model time of the last update, ns |
+//! | 32 | `u32` | node index |
+//! | 36 | `u32` | number of peer entries after the counters |
+//! | 40 | [`NodeCounters`] | 56 `u64` (448 bytes) |
+//! | 488 | [`PeerEntry`] × peer count | 40 bytes each, entry *j* is node index *j* |
+//!
+//! The node's own entry in the peer table is present and stays zero, so that
+//! entry *j* is always node *j*.
+//!
+//! # Consistency
+//!
+//! A sequence lock: the writer makes `seq` odd, writes, then makes it even
+//! again. A reader copies what it needs and retries if `seq` was odd or changed
+//! meanwhile ([`RadioStats::read`]). Readers never write to the page.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+use bytemuck::{Pod, Zeroable};
+use memmap2::{Mmap, MmapMut};
+use serde::{Serialize, Serializer};
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("the radio statistics page is little-endian and read in native byte order");
+
+/// `b"MESHSTAT"`, the first 8 bytes of every page.
+pub const MAGIC: [u8; 8] = *b"MESHSTAT";
+/// The layout version this crate writes and reads.
+pub const VERSION: u32 = 1;
+/// Buckets of the attempt histograms; the last one counts 16 or more attempts.
+pub const HISTOGRAM_BUCKETS: usize = 16;
+/// `last_rx_power_mdbm` / `last_sinr_mdb` of a peer never heard from.
+pub const NOT_HEARD: i32 = i32::MIN;
+/// Where the medium links each node's namespace inode to its page directory.
+pub const BY_NETNS_DIR: &str = "/run/meshemu/by-netns";
+/// File name of the page inside a node's directory.
+pub const PAGE_FILE_NAME: &str = "radio";
+
+/// The page header (offsets 0..40).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Header {
+    pub magic: [u8; 8],
+    pub version: u32,
+    pub header_size: u32,
+    pub seq: u64,
+    pub time_ns: u64,
+    pub node_index: u32,
+    pub peer_count: u32,
+}
+
+/// The node's counters, in page order; the names are those of the model's
+/// `NodeStats`. All count since the lab started.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable, Serialize)]
+pub struct NodeCounters {
+    /// Unicast data frames acknowledged.
+    pub tx_data_frames: u64,
+    /// Broadcast frames sent.
+    pub tx_broadcast_frames: u64,
+    /// Network-layer bytes sent successfully.
+    pub tx_bytes: u64,
+    /// Frames delivered up (unicast to this node and broadcast).
+    pub rx_frames: u64,
+    /// Network-layer bytes delivered up.
+    pub rx_bytes: u64,
+    /// Retransmitted frames received again and discarded.
+    pub rx_duplicates: u64,
+    /// Unicast frames for other nodes overheard (promiscuous nodes).
+    pub overheard_frames: u64,
+    /// Data transmissions, retries included.
+    pub data_attempts: u64,
+    /// RTS transmissions, retries included.
+    pub rts_attempts: u64,
+    pub cts_sent: u64,
+    pub acks_sent: u64,
+    pub cts_timeouts: u64,
+    pub ack_timeouts: u64,
+    /// Frames dropped at the retry limit.
+    pub retry_drops: u64,
+    /// Frames dropped because the interface queue was full.
+    pub queue_drops: u64,
+    /// Receptions lost to interference.
+    pub rx_collisions: u64,
+    /// Receptions lost to bit errors.
+    pub rx_errors: u64,
+    /// Frames sensed below the receive threshold.
+    pub rx_weak: u64,
+    /// Random backoffs drawn.
+    pub backoffs: u64,
+    /// Times the node wanted to send and found the medium busy (COPAS's contention count).
+    pub defers: u64,
+    /// Time the physical or virtual carrier was busy, own transmissions included, ns.
+    pub busy_ns: u64,
+    /// Own airtime, ns.
+    pub tx_ns: u64,
+    /// Frames in the interface queue now.
+    pub queue_len: u64,
+    /// Highest `queue_len` seen.
+    pub queue_len_max: u64,
+    /// Frames that needed k+1 RTS attempts at index k (dropped ones at their last count).
+    pub rts_attempts_hist: [u64; HISTOGRAM_BUCKETS],
+    /// Frames that needed k+1 data attempts at index k (dropped ones at their last count).
+    pub data_attempts_hist: [u64; HISTOGRAM_BUCKETS],
+}
+
+/// What this node knows about one other node.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable, Serialize)]
+pub struct PeerEntry {
+    #[serde(serialize_with = "serialize_mac")]
+    pub mac_address: [u8; 6],
+    #[serde(skip)]
+    pub reserved: [u8; 2],
+    /// Unicast frames to this peer that were acknowledged.
+    pub tx_acked: u64,
+    /// Unicast frames to this peer dropped at the retry limit.
+    pub tx_failed: u64,
+    /// Frames received from this peer.
+    pub rx_frames: u64,
+    /// Power of the last frame received from this peer, milli-dBm ([`NOT_HEARD`] if none).
+    pub last_rx_power_mdbm: i32,
+    /// SINR of the last frame received from this peer, milli-dB ([`NOT_HEARD`] if none).
+    pub last_sinr_mdb: i32,
+}
+
+fn serialize_mac<S: Serializer>(mac: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_mac(mac))
+}
+
+/// `02:00:00:00:00:01` form of a MAC address.
+pub fn format_mac(mac: &[u8; 6]) -> String {
+    let parts: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+    parts.join(":")
+}
+
+const WORD: usize = 8;
+const HEADER_SIZE: usize = std::mem::size_of::<Header>();
+const COUNTERS_SIZE: usize = std::mem::size_of::<NodeCounters>();
+const PEER_SIZE: usize = std::mem::size_of::<PeerEntry>();
+const SEQ_WORD: usize = 2;
+const TIME_WORD: usize = 3;
+const _: () = assert!(HEADER_SIZE == 40 && COUNTERS_SIZE == 448 && PEER_SIZE == 40);
+
+/// Size in bytes of a version-1 page with `peer_count` peer entries.
+pub fn page_size(peer_count: u32) -> usize {
+    HEADER_SIZE + COUNTERS_SIZE + peer_count as usize * PEER_SIZE
+}
+
+/// Everything that can go wrong opening or reading a page.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: not a meshemu radio statistics page: {problem}")]
+    Format { path: PathBuf, problem: String },
+    #[error(
+        "this process's network namespace (inode {inode}) is not a meshemu node: {path} does not exist"
+    )]
+    NotInNode { inode: u64, path: PathBuf },
+    #[error("{path}: the writer kept the page locked (did the medium die while writing?)")]
+    Locked { path: PathBuf },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.to_path_buf(), source }
+}
+
+/// The page as u64 words that may be shared with other processes.
+fn words(bytes: &[u8]) -> &[AtomicU64] {
+    assert_eq!(bytes.as_ptr() as usize % WORD, 0, "page mapping is not 8-byte aligned");
+    // SAFETY: the mapping is page-aligned (checked above), its length is a
+    // multiple of 8 by construction, and every access to it goes through these
+    // atomics, so concurrent access by the writer and readers is not a data race.
+    // Atomic loads of lock-free sizes are allowed on read-only memory.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<AtomicU64>(), bytes.len() / WORD) }
+}
+
+/// The medium's side: creates a node's page and publishes new counters.
+pub struct Writer {
+    map: MmapMut,
+    seq: u64,
+}
+
+impl Writer {
+    /// Creates (or replaces) the page at `path`, zeroed, readable by everyone.
+    /// A page that existed is unlinked first, so readers still mapping it keep
+    /// a valid (stale) mapping rather than a truncated one.
+    pub fn create(path: &Path, node_index: u32, peer_count: u32) -> Result<Self, Error> {
+        match fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(path)(e)),
+            _ => {}
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(path)
+            .map_err(io_error(path))?;
+        file.set_len(page_size(peer_count) as u64).map_err(io_error(path))?;
+        // SAFETY: we just created the file; nobody truncates it while mapped
+        // (a new page is always a new file).
+        let map = unsafe { MmapMut::map_mut(&file) }.map_err(io_error(path))?;
+        let header = Header {
+            magic: MAGIC,
+            version: VERSION,
+            header_size: HEADER_SIZE as u32,
+            seq: 0,
+            time_ns: 0,
+            node_index,
+            peer_count,
+        };
+        let writer = Writer { map, seq: 0 };
+        let page = words(&writer.map);
+        for (word, value) in page.iter().zip(bytemuck::cast_slice::<Header, u64>(&[header])) {
+            word.store(*value, Ordering::Relaxed);
+        }
+        Ok(writer)
+    }
+
+    /// Number of peer entries of this page.
+    pub fn peer_count(&self) -> usize {
+        (self.map.len() - HEADER_SIZE - COUNTERS_SIZE) / PEER_SIZE
+    }
+
+    /// Publishes a new consistent state. `peers` must have one entry per node.
+    pub fn update(&mut self, time_ns: u64, counters: &NodeCounters, peers: &[PeerEntry]) {
+        assert_eq!(peers.len(), self.peer_count(), "peer table size differs from the page's");
+        let page = words(&self.map);
+        let seq = &page[SEQ_WORD];
+        self.seq += 1;
+        seq.store(self.seq, Ordering::Relaxed);
+        fence(Ordering::Release);
+        page[TIME_WORD].store(time_ns, Ordering::Relaxed);
+        let body = &page[HEADER_SIZE / WORD..];
+        let new_words = bytemuck::cast_slice::<NodeCounters, u64>(std::slice::from_ref(counters))
+            .iter()
+            .chain(bytemuck::cast_slice::<PeerEntry, u64>(peers));
+        for (word, value) in body.iter().zip(new_words) {
+            word.store(*value, Ordering::Relaxed);
+        }
+        self.seq += 1;
+        seq.store(self.seq, Ordering::Release);
+    }
+}
+
+/// A consistent copy of a page.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Model time of the update this copy shows, ns.
+    pub time_ns: u64,
+    pub node_index: u32,
+    pub counters: NodeCounters,
+    /// One entry per node index.
+    pub peers: Vec<PeerEntry>,
+}
+
+/// A reader of one node's page (read-only mapping).
+pub struct RadioStats {
+    map: Mmap,
+    path: PathBuf,
+    node_index: u32,
+    peer_count: usize,
+    counters_word: usize,
+}
+
+/// How many times a read retries before it decides the writer died mid-update.
+const MAX_READ_ATTEMPTS: u32 = 1_000_000;
+
+impl RadioStats {
+    /// Opens the page of the node this process runs in, found through
+    /// `/run/meshemu/by-netns/<inode of /proc/self/ns/net>/radio`.
+    pub fn open_own() -> Result<Self, Error> {
+        let ns = Path::new("/proc/self/ns/net");
+        let inode = fs::metadata(ns).map_err(io_error(ns))?.ino();
+        let path = Path::new(BY_NETNS_DIR).join(inode.to_string()).join(PAGE_FILE_NAME);
+        if !path.exists() {
+            return Err(Error::NotInNode { inode, path });
+        }
+        Self::open(&path)
+    }
+
+    /// Opens the page at `path` and checks its header.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let file = File::open(path).map_err(io_error(path))?;
+        // SAFETY: the medium never truncates a page it created (see Writer::create).
+        let map = unsafe { Mmap::map(&file) }.map_err(io_error(path))?;
+        let bad = |problem: String| Error::Format { path: path.to_path_buf(), problem };
+        if map.len() < HEADER_SIZE || map.len() % WORD != 0 {
+            return Err(bad(format!("size {} bytes", map.len())));
+        }
+        let mut header = Header::default();
+        let header_words = bytemuck::cast_slice_mut::<Header, u64>(std::slice::from_mut(&mut header));
+        for (dst, word) in header_words.iter_mut().zip(words(&map)) {
+            *dst = word.load(Ordering::Relaxed);
+        }
+        if header.magic != MAGIC {
+            return Err(bad(format!("magic {:?}", header.magic)));
+        }
+        if header.version != VERSION {
+            return Err(bad(format!("version {}, this reader knows {VERSION}", header.version)));
+        }
+        let header_size = header.header_size as usize;
+        if header_size < HEADER_SIZE || header_size % WORD != 0 {
+            return Err(bad(format!("header size {header_size}")));
+        }
+        let needed = header_size + COUNTERS_SIZE + header.peer_count as usize * PEER_SIZE;
+        if map.len() < needed {
+            return Err(bad(format!(
+                "{} bytes, but {} peers need {needed}",
+                map.len(),
+                header.peer_count
+            )));
+        }
+        Ok(RadioStats {
+            map,
+            path: path.to_path_buf(),
+            node_index: header.node_index,
+            peer_count: header.peer_count as usize,
+            counters_word: header_size / WORD,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn node_index(&self) -> u32 {
+        self.node_index
+    }
+
+    /// Number of peer entries (= nodes in the lab).
+    pub fn peer_count(&self) -> usize {
+        self.peer_count
+    }
+
+    /// A consistent copy of the whole page.
+    pub fn read(&self) -> Result<Snapshot, Error> {
+        let mut snapshot = Snapshot::default();
+        self.read_into(&mut snapshot)?;
+        Ok(snapshot)
+    }
+
+    /// As [`read`](Self::read), reusing `snapshot`'s peer table allocation.
+    pub fn read_into(&self, snapshot: &mut Snapshot) -> Result<(), Error> {
+        snapshot.node_index = self.node_index;
+        snapshot.peers.resize(self.peer_count, PeerEntry::default());
+        let counters = bytemuck::cast_slice_mut::<NodeCounters, u64>(std::slice::from_mut(
+            &mut snapshot.counters,
+        ));
+        let peers = bytemuck::cast_slice_mut::<PeerEntry, u64>(&mut snapshot.peers);
+        snapshot.time_ns = self.consistent_copy(&mut [counters, peers])?;
+        Ok(())
+    }
+
+    /// A consistent copy of the node counters only (no peer table): the
+    /// cheapest read, meant to be called per packet. Returns (model time, counters).
+    pub fn read_counters(&self) -> Result<(u64, NodeCounters), Error> {
+        let mut counters = NodeCounters::default();
+        let dst = bytemuck::cast_slice_mut::<NodeCounters, u64>(std::slice::from_mut(&mut counters));
+        let time = self.consistent_copy(&mut [dst])?;
+        Ok((time, counters))
+    }
+
+    /// Copies the words after the header into `parts` (consecutively) under
+    /// the sequence lock; returns the page's time of that update.
+    fn consistent_copy(&self, parts: &mut [&mut [u64]]) -> Result<u64, Error> {
+        let page = words(&self.map);
+        let seq = &page[SEQ_WORD];
+        for attempt in 0..MAX_READ_ATTEMPTS {
+            if attempt > 64 {
+                std::thread::yield_now();
+            }
+            let before = seq.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let time = page[TIME_WORD].load(Ordering::Relaxed);
+            let mut source = page[self.counters_word..].iter();
+            for part in parts.iter_mut() {
+                for (dst, word) in part.iter_mut().zip(source.by_ref()) {
+                    *dst = word.load(Ordering::Relaxed);
+                }
+            }
+            fence(Ordering::Acquire);
+            if seq.load(Ordering::Relaxed) == before {
+                return Ok(time);
+            }
+        }
+        Err(Error::Locked { path: self.path.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn counters_all(value: u64) -> NodeCounters {
+        let mut c = NodeCounters::default();
+        bytemuck::cast_slice_mut::<NodeCounters, u64>(std::slice::from_mut(&mut c)).fill(value);
+        c
+    }
+
+    fn peer_all(value: u64, mac_last: u8) -> PeerEntry {
+        PeerEntry {
+            mac_address: [2, 0, 0, 0, 0, mac_last],
+            reserved: [0; 2],
+            tx_acked: value,
+            tx_failed: value,
+            rx_frames: value,
+            last_rx_power_mdbm: value as i32,
+            last_sinr_mdb: value as i32,
+        }
+    }
+
+    #[test]
+    fn layout_matches_the_documented_offsets() {
+        assert_eq!(std::mem::offset_of!(Header, seq), 16);
+        assert_eq!(std::mem::offset_of!(Header, time_ns), 24);
+        assert_eq!(std::mem::offset_of!(Header, peer_count), 36);
+        assert_eq!(std::mem::offset_of!(NodeCounters, queue_len_max), 23 * 8);
+        assert_eq!(std::mem::offset_of!(NodeCounters, rts_attempts_hist), 24 * 8);
+        assert_eq!(std::mem::offset_of!(PeerEntry, tx_acked), 8);
+        assert_eq!(std::mem::offset_of!(PeerEntry, last_sinr_mdb), 36);
+        assert_eq!(page_size(3), 40 + 448 + 120);
+    }
+
+    #[test]
+    fn written_values_are_read_back_at_their_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("radio");
+        let mut writer = Writer::create(&path, 7, 3).unwrap();
+        let mut counters = NodeCounters { rts_attempts: 5, defers: 9, ..Default::default() };
+        counters.data_attempts_hist[15] = 2;
+        let peers = [peer_all(1, 1), PeerEntry::default(), peer_all(3, 3)];
+        writer.update(123_000, &counters, &peers);
+
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(&bytes[0..8], b"MESHSTAT");
+        assert_eq!(u32::from_le_bytes(bytes[32..36].try_into().unwrap()), 7);
+        assert_eq!(u64::from_le_bytes(bytes[16..24].try_into().unwrap()), 2, "seq even after one update");
+        assert_eq!(u64::from_le_bytes(bytes[40 + 8 * 8..40 + 9 * 8].try_into().unwrap()), 5);
+
+        let reader = RadioStats::open(&path).unwrap();
+        let snap = reader.read().unwrap();
+        assert_eq!(snap.time_ns, 123_000);
+        assert_eq!(snap.node_index, 7);
+        assert_eq!(snap.counters, counters);
+        assert_eq!(snap.peers, peers);
+        assert_eq!(reader.read_counters().unwrap(), (123_000, counters));
+    }
+
+    #[test]
+    fn a_concurrent_reader_never_sees_a_torn_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("radio");
+        let peers = 50;
+        let mut writer = Writer::create(&path, 0, peers).unwrap();
+        let reader = RadioStats::open(&path).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer_thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut value = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    value += 1;
+                    let table: Vec<PeerEntry> = (0..peers).map(|_| peer_all(value, 0)).collect();
+                    writer.update(value, &counters_all(value), &table);
+                }
+                value
+            })
+        };
+        let mut snapshot = Snapshot::default();
+        let mut distinct = std::collections::BTreeSet::new();
+        for _ in 0..20_000 {
+            reader.read_into(&mut snapshot).unwrap();
+            let value = snapshot.time_ns;
+            if value == 0 {
+                continue; // the page as created, before the first update
+            }
+            assert_eq!(snapshot.counters, counters_all(value), "counters torn");
+            assert!(snapshot.peers.iter().all(|p| *p == peer_all(value, 0)), "peers torn");
+            let (time, counters) = reader.read_counters().unwrap();
+            assert_eq!(counters, counters_all(time), "counters-only read torn");
+            distinct.insert(value);
+        }
+        stop.store(true, Ordering::Relaxed);
+        let written = writer_thread.join().unwrap();
+        assert!(written > 1 && distinct.len() > 1, "the reader saw the page change");
+    }
+
+    #[test]
+    fn open_rejects_what_is_not_a_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("junk");
+        fs::write(&path, vec![0u8; 600]).unwrap();
+        let err = RadioStats::open(&path).err().unwrap().to_string();
+        assert!(err.contains("junk") && err.contains("magic"), "{err}");
+
+        let short = dir.path().join("short");
+        Writer::create(&short, 0, 4).unwrap();
+        let file = OpenOptions::new().write(true).open(&short).unwrap();
+        file.set_len(page_size(2) as u64).unwrap();
+        let err = RadioStats::open(&short).err().unwrap().to_string();
+        assert!(err.contains("4 peers"), "{err}");
+
+        let err = RadioStats::open(&dir.path().join("missing")).err().unwrap().to_string();
+        assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn peer_entries_serialize_with_a_readable_mac() {
+        let json = serde_json::to_value(peer_all(4, 0x1f)).unwrap();
+        assert_eq!(json["mac_address"], "02:00:00:00:00:1f");
+        assert!(json.get("reserved").is_none());
+        assert_eq!(json["tx_acked"], 4);
+    }
+}
