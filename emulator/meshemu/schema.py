@@ -294,6 +294,13 @@ class SetdestMobility(StrictModel):
     model: Literal["setdest"]
     moves: list[Move]
 
+    @model_validator(mode="after")
+    def _times_increase(self) -> "SetdestMobility":
+        times = [move.at for move in self.moves]
+        if any(later < earlier for earlier, later in zip(times, times[1:])):
+            raise ValueError("move times (at) must not decrease")
+        return self
+
 
 class RandomWaypointMobility(StrictModel):
     model: Literal["random_waypoint"]

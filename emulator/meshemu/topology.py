@@ -164,7 +164,7 @@ class _Resolver:
             radios.append(self._radio(node_layers))
         mobilities = self._mobilities(planned)
         addresses = self._addresses(planned)
-        link_entries = self._links(planned, radios)
+        link_entries = self._links(planned)
         self.check()
 
         config = {
@@ -480,7 +480,7 @@ class _Resolver:
         node = next(node for node in planned if node.name == name)
         return (node.spec_path or self.at("nodes")) + ("ipv4",)
 
-    def _links(self, planned: list[_PlannedNode], radios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _links(self, planned: list[_PlannedNode]) -> list[dict[str, Any]]:
         index = {node.name: i for i, node in enumerate(planned)}
         entries = []
         seen: set[tuple[int, int]] = set()
@@ -504,11 +504,10 @@ class _Resolver:
             if link.bit_error_rate is None and link.extra_loss is None:
                 self.problem(path, "give bit_error_rate, extra_loss or both")
                 continue
-            # Without its own bit error rate the pair keeps the radios' (the worse of the two).
-            bit_error_rate = link.bit_error_rate
-            if bit_error_rate is None:
-                bit_error_rate = max(radios[a]["bit_error_rate"], radios[b]["bit_error_rate"])
-            entries.append({"a": a, "b": b, "bit_error_rate": bit_error_rate, "extra_loss_db": link.extra_loss or 0.0})
+            entry: dict[str, Any] = {"a": a, "b": b, "extra_loss_db": link.extra_loss or 0.0}
+            if link.bit_error_rate is not None:  # absent: the pair keeps the radios' rate
+                entry["bit_error_rate"] = link.bit_error_rate
+            entries.append(entry)
         return entries
 
     def _mac(self) -> dict[str, Any]:
