@@ -1,0 +1,143 @@
+"""The state file of a lab: `/run/meshemu/<lab>/state.json`.
+
+It is written *before* anything is created and updated as things come into
+being, so that `meshemu cleanup` can remove exactly what meshemu made even
+after every process of the lab was killed with SIGKILL. Writes are atomic
+(temporary file + rename) and serialised by an flock on `state.lock`.
+
+Format (version 1):
+    lab, topology (path or null), run_dir, created (unix time),
+    namespaces    [netns names the medium creates],
+    netns_inodes  {netns name: inode}, once they exist (finds processes in
+                  them even after the namespace files are gone),
+    files, dirs   [paths we create outside run_dir; dirs only if we made them],
+    processes     [{pid, start_time, role: "medium" | "node", node, argv}],
+    iptables      [{netns (null = the host), table, chain, rule: [args], binary}]:
+                  rules to delete at cleanup (daemons add theirs with
+                  `record_iptables_rule`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import LabError
+from .procs import ProcessId
+
+RUN_ROOT = Path("/run/meshemu")
+BY_NETNS = RUN_ROOT / "by-netns"
+STATE_FILE = "state.json"
+LOCK_FILE = "state.lock"
+VERSION = 1
+
+
+@dataclass
+class ProcessRecord:
+    pid: int
+    start_time: int
+    role: str  # "medium" or "node"
+    node: str | None = None
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> ProcessId:
+        return ProcessId(self.pid, self.start_time)
+
+
+@dataclass
+class IptablesRule:
+    netns: str | None  # None: the host's own namespace
+    table: str
+    chain: str
+    rule: list[str]  # the match and target arguments, as given to -A
+    binary: str = "iptables"  # or iptables-legacy, ip6tables
+
+
+@dataclass
+class LabState:
+    lab: str
+    run_dir: str
+    topology: str | None = None
+    created: float = field(default_factory=time.time)
+    namespaces: list[str] = field(default_factory=list)
+    netns_inodes: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+    processes: list[ProcessRecord] = field(default_factory=list)
+    iptables: list[IptablesRule] = field(default_factory=list)
+    version: int = VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "LabState":
+        if data.get("version") != VERSION:
+            raise ValueError(f"unknown state version {data.get('version')!r}")
+        data = dict(data)
+        data["processes"] = [ProcessRecord(**record) for record in data.get("processes", [])]
+        data["iptables"] = [IptablesRule(**rule) for rule in data.get("iptables", [])]
+        return cls(**data)
+
+    def medium(self) -> ProcessRecord | None:
+        return next((record for record in self.processes if record.role == "medium"), None)
+
+
+def run_dir_of(lab: str) -> Path:
+    return RUN_ROOT / lab
+
+
+def lab_names() -> list[str]:
+    """Labs with a run directory (running or left over)."""
+    if not RUN_ROOT.is_dir():
+        return []
+    return sorted(entry.name for entry in RUN_ROOT.iterdir() if entry.is_dir() and entry != BY_NETNS)
+
+
+def read_state(run_dir: Path) -> LabState:
+    path = run_dir / STATE_FILE
+    try:
+        return LabState.from_json(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise LabError(f"no state file {path}") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise LabError(f"unreadable state file {path}: {exc}") from None
+
+
+def write_state(state: LabState) -> None:
+    """Atomically replace the state file."""
+    path = Path(state.run_dir) / STATE_FILE
+    temporary = path.with_name(f".{STATE_FILE}.{os.getpid()}.tmp")
+    with open(temporary, "w") as file:
+        json.dump(state.to_json(), file, indent=1)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+
+
+@contextmanager
+def updating(run_dir: Path) -> Iterator[LabState]:
+    """Read-modify-write of the state under its lock."""
+    with open(run_dir / LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = read_state(run_dir)
+        yield state
+        write_state(state)
+
+
+def record_process(run_dir: Path, record: ProcessRecord) -> None:
+    with updating(run_dir) as state:
+        state.processes.append(record)
+
+
+def record_iptables_rule(run_dir: Path, rule: IptablesRule) -> None:
+    """Record a rule *before* adding it, so that cleanup deletes it."""
+    with updating(run_dir) as state:
+        state.iptables.append(rule)
