@@ -1,0 +1,1 @@
+//! The virtual-time driver (emulator/README.md section 3).
