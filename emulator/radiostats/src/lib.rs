@@ -51,8 +51,6 @@ pub const MAGIC: [u8; 8] = *b"MESHSTAT";
 pub const VERSION: u32 = 1;
 /// Buckets of the attempt histograms; the last one counts 16 or more attempts.
 pub const HISTOGRAM_BUCKETS: usize = 16;
-/// `last_rx_power_mdbm` / `last_sinr_mdb` of a peer never heard from.
-pub const NOT_HEARD: i32 = i32::MIN;
 /// Where the medium links each node's namespace inode to its page directory.
 pub const BY_NETNS_DIR: &str = "/run/meshemu/by-netns";
 /// File name of the page inside a node's directory.
@@ -140,9 +138,9 @@ pub struct PeerEntry {
     pub tx_failed: u64,
     /// Frames received from this peer.
     pub rx_frames: u64,
-    /// Power of the last frame received from this peer, milli-dBm ([`NOT_HEARD`] if none).
+    /// Power of the last frame decoded from this peer, milli-dBm (0 before the first).
     pub last_rx_power_mdbm: i32,
-    /// SINR of the last frame received from this peer, milli-dB ([`NOT_HEARD`] if none).
+    /// SINR of the last frame decoded from this peer, milli-dB (0 before the first).
     pub last_sinr_mdb: i32,
 }
 

@@ -1,0 +1,152 @@
+//! Bring-up and teardown of a lab's namespaces: per node a named network
+//! namespace with `lo` and a TAP `wlan0` configured, sysctls and static routes,
+//! built in parallel by worker threads that each enter one new namespace after
+//! another.
+
+use std::net::Ipv4Addr;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::netlink::{self, RouteSocket};
+use crate::netns::{self, NetnsMount, TAP_NAME};
+
+/// What one node's namespace needs.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    /// Node name (for messages).
+    pub name: String,
+    /// Name of the namespace under /run/netns.
+    pub netns: String,
+    pub mac: [u8; 6],
+    pub ipv4: Ipv4Addr,
+    pub prefix_len: u8,
+    pub mtu: u32,
+    pub routes: Vec<HostRoute>,
+}
+
+/// `destination/32 via gateway dev wlan0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostRoute {
+    pub destination: Ipv4Addr,
+    pub gateway: Ipv4Addr,
+}
+
+/// A bring-up step that failed, naming the node and the step.
+#[derive(Debug, thiserror::Error)]
+#[error("node {node} (namespace {netns}): {step}: {source}")]
+pub struct BringUpError {
+    pub node: String,
+    pub netns: String,
+    pub step: &'static str,
+    pub source: std::io::Error,
+}
+
+/// The namespaces and TAPs of a lab. Dropping it tears everything down in the
+/// fast order: every namespace name is removed first, then the TAP fds are
+/// closed, which lets the kernel destroy the namespaces in one batch.
+pub struct Namespaces {
+    // Field order is drop order.
+    mounts: Vec<NetnsMount>,
+    taps: Vec<OwnedFd>,
+    inodes: Vec<u64>,
+}
+
+impl Namespaces {
+    /// TAP fd of node i.
+    pub fn taps(&self) -> &[OwnedFd] {
+        &self.taps
+    }
+
+    /// Network namespace inode of node i.
+    pub fn inodes(&self) -> &[u64] {
+        &self.inodes
+    }
+}
+
+struct NodeUp {
+    mount: NetnsMount,
+    tap: OwnedFd,
+    inode: u64,
+}
+
+/// Brings up every node with `threads` workers. On failure everything made so
+/// far is removed again and the first error is returned.
+pub fn bring_up(nodes: &[NodeSpec], threads: usize) -> Result<Namespaces, BringUpError> {
+    netns::prepare_netns_dir().map_err(|source| BringUpError {
+        node: "-".into(),
+        netns: "-".into(),
+        step: "preparing /run/netns",
+        source,
+    })?;
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let done: Mutex<Vec<Option<NodeUp>>> = Mutex::new((0..nodes.len()).map(|_| None).collect());
+    let first_error: Mutex<Option<BringUpError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, nodes.len().max(1)) {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(node) = nodes.get(i) else { break };
+                    match set_up_node(node) {
+                        Ok(up) => done.lock().unwrap()[i] = Some(up),
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error.lock().unwrap().get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let done = done.into_inner().unwrap();
+    if let Some(error) = first_error.into_inner().unwrap() {
+        drop(into_namespaces(done.into_iter().flatten()));
+        return Err(error);
+    }
+    Ok(into_namespaces(done.into_iter().map(|up| up.expect("every node is up"))))
+}
+
+fn into_namespaces(nodes: impl Iterator<Item = NodeUp>) -> Namespaces {
+    let mut namespaces = Namespaces { mounts: Vec::new(), taps: Vec::new(), inodes: Vec::new() };
+    for up in nodes {
+        namespaces.mounts.push(up.mount);
+        namespaces.taps.push(up.tap);
+        namespaces.inodes.push(up.inode);
+    }
+    namespaces
+}
+
+/// Runs in a worker thread, which it leaves inside the node's namespace.
+fn set_up_node(node: &NodeSpec) -> Result<NodeUp, BringUpError> {
+    let fail = |step: &'static str| {
+        move |source: std::io::Error| BringUpError {
+            node: node.name.clone(),
+            netns: node.netns.clone(),
+            step,
+            source,
+        }
+    };
+    let mount = netns::create_named_netns(&node.netns).map_err(fail("creating the network namespace"))?;
+    let inode = netns::current_netns_inode().map_err(fail("reading the namespace inode"))?;
+    netns::set_node_sysctls().map_err(fail("setting sysctls"))?;
+    let tap = netns::create_tap(TAP_NAME).map_err(fail("creating the TAP wlan0"))?;
+    netns::set_interface_ipv4_sysctls(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
+
+    let mut requests = vec![
+        netlink::link_up(1, "lo", None, None),
+        netlink::link_up(index, TAP_NAME, Some(node.mac), Some(node.mtu)),
+        netlink::add_ipv4_address(index, TAP_NAME, node.ipv4, node.prefix_len),
+    ];
+    requests.extend(node.routes.iter().map(|r| netlink::add_host_route(index, r.destination, r.gateway)));
+    let mut socket = RouteSocket::new().map_err(fail("opening rtnetlink"))?;
+    socket.run(requests).map_err(|e| BringUpError {
+        node: node.name.clone(),
+        netns: node.netns.clone(),
+        step: "configuring interfaces and routes",
+        source: std::io::Error::new(e.source.kind(), e.to_string()),
+    })?;
+    Ok(NodeUp { mount, tap, inode })
+}

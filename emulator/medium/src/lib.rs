@@ -1,0 +1,8 @@
+//! The meshemu medium process (emulator/README.md sections 2–6): the drivers
+//! that run `meshemu-model` against virtual time (`sim`) or against real
+//! time and TAP devices in network namespaces (`tap`).
+
+pub mod bringup;
+pub mod netlink;
+pub mod netns;
+pub mod routes;

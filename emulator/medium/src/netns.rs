@@ -1,0 +1,167 @@
+//! Named network namespaces and their TAP devices, created from the calling
+//! thread (setns/unshare act per thread, so a worker thread can build one
+//! namespace after another while the process stays where it is).
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+
+/// Where `ip netns` looks for named namespaces.
+pub const NETNS_RUN_DIR: &str = "/run/netns";
+/// The interface every node's medium attachment is called.
+pub const TAP_NAME: &str = "wlan0";
+
+nix::ioctl_write_ptr_bad!(tun_set_iff, libc::TUNSETIFF, libc::ifreq);
+nix::ioctl_write_int_bad!(tun_set_persist, libc::TUNSETPERSIST);
+
+/// Makes `/run/netns` exist and a shared mount point, as `ip netns add` does,
+/// so namespaces we bind there are seen from every mount namespace.
+pub fn prepare_netns_dir() -> io::Result<()> {
+    fs::create_dir_all(NETNS_RUN_DIR)?;
+    let make_shared = || {
+        mount(None::<&str>, NETNS_RUN_DIR, None::<&str>, MsFlags::MS_SHARED | MsFlags::MS_REC, None::<&str>)
+    };
+    match make_shared() {
+        Ok(()) => Ok(()),
+        // Not a mount point yet: bind it onto itself first.
+        Err(Errno::EINVAL) => {
+            mount(Some(NETNS_RUN_DIR), NETNS_RUN_DIR, Some("none"), MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)?;
+            make_shared()?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A namespace bound at `/run/netns/NAME`; dropping it unmounts and removes
+/// the name. The namespace itself dies when nothing else holds it.
+#[derive(Debug)]
+pub struct NetnsMount {
+    path: PathBuf,
+}
+
+impl NetnsMount {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for NetnsMount {
+    fn drop(&mut self) {
+        if let Err(e) = umount2(&self.path, MntFlags::MNT_DETACH) {
+            eprintln!("meshemu-medium: unmounting {}: {e}", self.path.display());
+        }
+        if let Err(e) = fs::remove_file(&self.path) {
+            eprintln!("meshemu-medium: removing {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// Moves the calling thread into a new network namespace and binds it at
+/// `/run/netns/NAME`. Fails if that name exists already.
+pub fn create_named_netns(name: &str) -> io::Result<NetnsMount> {
+    let path = Path::new(NETNS_RUN_DIR).join(name);
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0)
+        .open(&path)
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                io::Error::new(e.kind(), format!("{} exists already", path.display()))
+            } else {
+                e
+            }
+        })?;
+    // From here on, dropping `bound` removes the file again (the unmount of a
+    // file that is not mounted just fails quietly into stderr).
+    let bound = NetnsMount { path };
+    unshare(CloneFlags::CLONE_NEWNET)?;
+    mount(Some("/proc/thread-self/ns/net"), &bound.path, None::<&str>, MsFlags::MS_BIND, None::<&str>)?;
+    Ok(bound)
+}
+
+/// Inode of the calling thread's network namespace (what
+/// `stat /proc/self/ns/net` shows a process running in it).
+pub fn current_netns_inode() -> io::Result<u64> {
+    Ok(fs::metadata("/proc/thread-self/ns/net")?.ino())
+}
+
+/// Writes one sysctl of the calling thread's network namespace.
+fn write_sysctl(key: &str, value: &str) -> io::Result<()> {
+    let path = Path::new("/proc/sys").join(key);
+    let mut file = OpenOptions::new().write(true).open(&path)?;
+    file.write_all(value.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// The sysctls of a multi-hop node, set before its interface exists so that
+/// `default` already applies to it: forwarding on, no ICMP redirects, no
+/// reverse-path filter, no IPv6 (nothing but our own traffic on the medium).
+pub fn set_node_sysctls() -> io::Result<()> {
+    for scope in ["all", "default"] {
+        let key = format!("net/ipv6/conf/{scope}/disable_ipv6");
+        match write_sysctl(&key, "1") {
+            // A kernel without IPv6 has nothing to disable.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    write_sysctl("net/ipv4/ip_forward", "1")?;
+    for scope in ["all", "default"] {
+        set_interface_ipv4_sysctls(scope)?;
+    }
+    Ok(())
+}
+
+/// The per-interface part of [`set_node_sysctls`].
+pub fn set_interface_ipv4_sysctls(interface: &str) -> io::Result<()> {
+    for (name, value) in [("send_redirects", "0"), ("accept_redirects", "0"), ("rp_filter", "0")] {
+        write_sysctl(&format!("net/ipv4/conf/{interface}/{name}"), value)?;
+    }
+    Ok(())
+}
+
+/// Creates the persistent TAP `name` (no packet information header) in the
+/// calling thread's network namespace and returns its non-blocking fd.
+/// Persistent, so that closing the fd is cheap: the device goes away with its
+/// namespace, in the kernel's batched namespace cleanup.
+pub fn create_tap(name: &str) -> io::Result<OwnedFd> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open("/dev/net/tun")?;
+    let fd = OwnedFd::from(file);
+    let mut request = interface_request(name)?;
+    request.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads a valid, initialised ifreq on an open tun fd.
+    unsafe { tun_set_iff(fd.as_raw_fd(), &request) }?;
+    // SAFETY: TUNSETPERSIST takes an integer flag on an attached tun fd.
+    unsafe { tun_set_persist(fd.as_raw_fd(), 1) }?;
+    Ok(fd)
+}
+
+fn interface_request(name: &str) -> io::Result<libc::ifreq> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', '\0']) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {name:?}")));
+    }
+    // SAFETY: ifreq is plain old data; all zeroes is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in request.ifr_name.iter_mut().zip(name.bytes()) {
+        *dst = src as libc::c_char;
+    }
+    Ok(request)
+}
+
+/// Index of an interface of the calling thread's namespace.
+pub fn interface_index(name: &str) -> io::Result<u32> {
+    Ok(nix::net::if_::if_nametoindex(name)?)
+}
