@@ -24,10 +24,8 @@ def available() -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def load(name: str) -> tuple[Document, Radio]:
-    """The profile `name` and its document (to locate problems in it).
-    Raises KeyError for an unknown name, ConfigError for a broken profile."""
-    if name not in available():
-        raise KeyError(name)
+    """The profile `name` (one of `available()`) and its document, to
+    locate problems in it. Raises ConfigError for a broken profile."""
     path = PROFILE_DIR / f"{name}.yaml"
     document = load_yaml(path)
     if not isinstance(document.data, dict):

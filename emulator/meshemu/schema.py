@@ -407,9 +407,20 @@ class LinkSpec(StrictModel):
 Seed = Annotated[int, Field(ge=0, le=2**64 - 1)]
 
 
+def _profile_name(value: Any) -> str:
+    from . import profiles  # profiles are validated with this module's Radio
+
+    if not isinstance(value, str) or value not in profiles.available():
+        raise ValueError(f"unknown profile {value!r}; available: {', '.join(profiles.available())}")
+    return value
+
+
+ProfileName = Annotated[str, BeforeValidator(_profile_name)]
+
+
 class TopologySpec(StrictModel):
     name: LabName | None = None
-    profile: str = "ns2-wavelan"
+    profile: ProfileName = "ns2-wavelan"
     radio: Radio | None = None
     seed: Seed = 1
     mac: Mac = "dcf"

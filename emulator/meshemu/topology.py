@@ -196,13 +196,7 @@ class _Resolver:
     # --- profile and radio ---
 
     def _profile_layer(self) -> _Layer:
-        try:
-            document, radio = profiles.load(self.spec.profile)
-        except KeyError:
-            self.problem(self.at("profile"), f"unknown profile {self.spec.profile!r}; available: "
-                                             f"{', '.join(profiles.available())}")
-            self.check()
-            raise AssertionError("unreachable") from None
+        document, radio = profiles.load(self.spec.profile)
         return _Layer(document, (), radio)
 
     def _radio(self, layers: list[_Layer]) -> dict[str, Any]:

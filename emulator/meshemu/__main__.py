@@ -1,0 +1,7 @@
+"""`python -m meshemu` is the `meshemu` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,77 @@
+"""Shared fixtures. Tests marked `root` need root and network namespaces."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from meshemu import medium
+from meshemu.errors import MediumError
+
+REPO = Path(__file__).resolve().parent.parent
+TOPOLOGIES = REPO / "topologies"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.geteuid() == 0:
+        return
+    skip = pytest.mark.skip(reason="needs root (network namespaces)")
+    for item in items:
+        if "root" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[str, str], Path]:
+    """write("x.yaml", text) -> the path of a new file in the test's directory."""
+
+    def writer(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    return writer
+
+
+def range_links(reach_m: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A links report that puts node pairs closer than `reach_m` in receive
+    range: tests the control plane's logic without the radio model."""
+
+    def links(config: dict[str, Any]) -> dict[str, Any]:
+        nodes = config["nodes"]
+        report = []
+        for a, first in enumerate(nodes):
+            for b, second in enumerate(nodes):
+                if a != b:
+                    close = math.dist(first["position"], second["position"]) <= reach_m
+                    report.append({"a": a, "b": b, "rx_power_dbm": 0.0, "in_rx_range": close, "in_cs_range": close})
+        return {"nodes": len(nodes), "links": report}
+
+    return links
+
+
+def medium_has(subcommand: str) -> bool:
+    """Whether the built meshemu-medium has `subcommand` (it is being written
+    in parallel; CI always has it)."""
+    try:
+        program = medium.find_program()
+    except MediumError:
+        return False
+    result = subprocess.run([str(program), subcommand, "--help"], capture_output=True, text=True, check=False)
+    return result.returncode == 0 and "Usage" in result.stdout
+
+
+needs_links = pytest.mark.skipif(not medium_has("links"), reason="meshemu-medium links is not built yet")
+needs_sim = pytest.mark.skipif(not medium_has("sim"), reason="meshemu-medium sim is not built yet")
+needs_tap = pytest.mark.skipif(not medium_has("tap"), reason="meshemu-medium tap is not built yet")
+
+
+def namespaces() -> set[str]:
+    result = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return {line.split()[0] for line in result.stdout.splitlines() if line.strip()}
