@@ -1,1 +1,537 @@
-//! The virtual-time driver (emulator/README.md section 3).
+//! The virtual-time driver (emulator/README.md section 3): runs the medium
+//! with synthetic traffic (saturated, CBR, Poisson) over static minimum-hop
+//! routes, as fast as the CPU allows, and reports per-flow and per-node
+//! figures and a digest of everything the medium did.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::RngExt;
+use rand_distr::Exp1;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{parse_json, ConfigError, MediumConfig};
+use crate::medium::{Action, AirFrame, Dest, Frame, FrameKind, Medium, TxOutcome};
+use crate::rng::{self, Purpose, Stream};
+use crate::stats::NodeStats;
+use crate::{NodeId, Time};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub medium: MediumConfig,
+    pub duration_ns: Time,
+    #[serde(default)]
+    pub warmup_ns: Time,
+    #[serde(default)]
+    pub routing: Routing,
+    pub flows: Vec<FlowConfig>,
+    /// Include every action in the output.
+    #[serde(default)]
+    pub trace: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// Minimum-hop paths over the in-receive-range graph at time 0, ties
+    /// broken towards the lower node index; every node forwards.
+    #[default]
+    Static,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub name: String,
+    pub src: NodeId,
+    pub dst: FlowDest,
+    /// Network-layer packet size.
+    pub packet_bytes: u32,
+    pub traffic: Traffic,
+    #[serde(default)]
+    pub start_ns: Time,
+    #[serde(default)]
+    pub stop_ns: Option<Time>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FlowDest {
+    Node(NodeId),
+    /// `"broadcast"`: one-hop broadcast.
+    Broadcast(BroadcastWord),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BroadcastWord {
+    Broadcast,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Traffic {
+    /// The source's interface queue never runs dry of this flow.
+    Saturated,
+    /// One packet every `packet_bytes·8/rate_bps`.
+    Cbr { rate_bps: f64 },
+    /// Exponential gaps with mean `packet_bytes·8/rate_bps`.
+    Poisson { rate_bps: f64 },
+}
+
+/// The payload the sim driver sends through the medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SimPacket {
+    pub flow: u32,
+    pub seq: u64,
+    pub created_ns: Time,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimOutput {
+    pub seed: u64,
+    pub duration_ns: Time,
+    pub warmup_ns: Time,
+    pub flows: Vec<FlowOutput>,
+    pub nodes: Vec<NodeOutput>,
+    /// Medium events processed.
+    pub events: u64,
+    /// Hex SHA-256 over every action the medium emitted, in order.
+    pub trace_digest: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Vec<Action<SimPacket>>>,
+}
+
+/// Figures of one flow; counts, throughput and delays refer to the
+/// measurement window [warmup, duration] (a packet counts as generated when
+/// created in it, as delivered when delivered in it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowOutput {
+    pub name: String,
+    pub generated: u64,
+    /// Packets delivered (for broadcast: receptions, over all receivers).
+    pub delivered: u64,
+    pub delivered_bytes: u64,
+    pub throughput_bps: f64,
+    pub delay_ns: DelaySummary,
+    /// Packets of this flow dropped by the source's full interface queue.
+    pub source_queue_drops: u64,
+    pub hops: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct DelaySummary {
+    pub mean: f64,
+    pub p50: Time,
+    pub p95: Time,
+    pub max: Time,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeOutput {
+    pub name: String,
+    #[serde(flatten)]
+    pub stats: NodeStats,
+}
+
+impl Scenario {
+    /// Parses the scenario JSON; errors name the offending field.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let s: Scenario = parse_json(text)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.medium.validate().map_err(|e| ConfigError::new(format!("medium.{}", e.path), e.message))?;
+        if self.duration_ns == 0 {
+            return Err(ConfigError::new("duration_ns", "must be > 0"));
+        }
+        if self.warmup_ns >= self.duration_ns {
+            return Err(ConfigError::new("warmup_ns", format!("must be < duration_ns ({})", self.duration_ns)));
+        }
+        let n = self.medium.nodes.len();
+        for (i, f) in self.flows.iter().enumerate() {
+            let at = |field: &str| format!("flows[{i}].{field}");
+            if let Some(j) = self.flows[..i].iter().position(|g| g.name == f.name) {
+                return Err(ConfigError::new(at("name"), format!("{:?} is also the name of flows[{j}]", f.name)));
+            }
+            if f.src >= n {
+                return Err(ConfigError::new(at("src"), format!("node index {} out of range (there are {n} nodes)", f.src)));
+            }
+            if let FlowDest::Node(d) = f.dst {
+                if d >= n {
+                    return Err(ConfigError::new(at("dst"), format!("node index {d} out of range (there are {n} nodes)")));
+                }
+                if d == f.src {
+                    return Err(ConfigError::new(at("dst"), "must differ from src"));
+                }
+            }
+            if f.packet_bytes == 0 {
+                return Err(ConfigError::new(at("packet_bytes"), "must be >= 1"));
+            }
+            if let Traffic::Cbr { rate_bps } | Traffic::Poisson { rate_bps } = f.traffic {
+                if !(rate_bps.is_finite() && rate_bps > 0.0) {
+                    return Err(ConfigError::new(at("traffic.rate_bps"), "must be a number > 0"));
+                }
+            }
+            if f.stop_ns.is_some_and(|s| s < f.start_ns) {
+                return Err(ConfigError::new(at("stop_ns"), format!("must be >= start_ns ({})", f.start_ns)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Minimum-hop next hops toward `dst` over the in-receive-range graph at
+/// time 0: `next[u]` is the lowest-index neighbour one hop closer.
+fn next_hops(links: &[crate::LinkInfo], n: usize, dst: NodeId) -> Vec<Option<NodeId>> {
+    // hears[v] = nodes u with a usable link u -> v (v decodes u).
+    let mut hears: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+    let mut usable = vec![false; n * n];
+    for l in links.iter().filter(|l| l.in_rx_range) {
+        usable[l.a * n + l.b] = true;
+    }
+    for u in 0..n {
+        for v in 0..n {
+            // Data goes u -> v and the ACK v -> u: both must work.
+            if usable[u * n + v] && usable[v * n + u] {
+                hears[v].push(u);
+            }
+        }
+    }
+    let mut dist = vec![u32::MAX; n];
+    dist[dst] = 0;
+    let mut queue = VecDeque::from([dst]);
+    while let Some(v) = queue.pop_front() {
+        for &u in &hears[v] {
+            if dist[u] == u32::MAX {
+                dist[u] = dist[v] + 1;
+                queue.push_back(u);
+            }
+        }
+    }
+    (0..n)
+        .map(|u| {
+            if u == dst || dist[u] == u32::MAX {
+                return None;
+            }
+            // hears[v] lists u for each usable v; pick the lowest v closer by one.
+            (0..n).find(|&v| dist[v] != u32::MAX && dist[v] + 1 == dist[u] && usable[u * n + v] && usable[v * n + u])
+        })
+        .collect()
+}
+
+struct FlowState {
+    cfg: FlowConfig,
+    stop: Time,
+    /// Per node: next hop toward the flow's destination (empty for broadcast).
+    next_hop: Vec<Option<NodeId>>,
+    hops: u32,
+    next_seq: u64,
+    rng: Stream,
+    /// Saturated source whose refill hit a full queue: retry when the
+    /// source's MAC finishes any frame.
+    blocked: bool,
+    generated: u64,
+    delivered: u64,
+    delivered_bytes: u64,
+    delays: Vec<Time>,
+    source_queue_drops: u64,
+}
+
+struct Driver {
+    medium: Medium<SimPacket>,
+    flows: Vec<FlowState>,
+    warmup: Time,
+    duration: Time,
+    digest: Sha256,
+    trace: Option<Vec<Action<SimPacket>>>,
+}
+
+/// Runs a scenario to its end.
+pub fn run(scenario: &Scenario) -> Result<SimOutput, ConfigError> {
+    scenario.validate()?;
+    let mut medium = Medium::new(scenario.medium.clone()).map_err(|e| ConfigError::new(format!("medium.{}", e.path), e.message))?;
+    medium.set_air_capture(true);
+    let n = medium.node_count();
+    let links = medium.links(0);
+    let mut flows = Vec::new();
+    for (i, f) in scenario.flows.iter().enumerate() {
+        let (next_hop, hops) = match f.dst {
+            FlowDest::Broadcast(_) => (Vec::new(), 1),
+            FlowDest::Node(dst) => {
+                let next = next_hops(&links, n, dst);
+                let mut hops = 0;
+                let mut at = f.src;
+                while at != dst {
+                    let Some(hop) = next[at] else {
+                        let names = (&scenario.medium.nodes[f.src].name, &scenario.medium.nodes[dst].name);
+                        return Err(ConfigError::new(format!("flows[{i}]"), format!("no route from {} to {} at time 0", names.0, names.1)));
+                    };
+                    at = hop;
+                    hops += 1;
+                }
+                (next, hops)
+            }
+        };
+        flows.push(FlowState {
+            cfg: f.clone(),
+            stop: f.stop_ns.unwrap_or(scenario.duration_ns).min(scenario.duration_ns),
+            next_hop,
+            hops,
+            next_seq: 0,
+            rng: rng::stream(scenario.medium.seed, Purpose::Traffic, i as u64, 0),
+            blocked: false,
+            generated: 0,
+            delivered: 0,
+            delivered_bytes: 0,
+            delays: Vec::new(),
+            source_queue_drops: 0,
+        });
+    }
+    let mut driver = Driver {
+        medium,
+        flows,
+        warmup: scenario.warmup_ns,
+        duration: scenario.duration_ns,
+        digest: Sha256::new(),
+        trace: scenario.trace.then(Vec::new),
+    };
+    driver.run();
+    Ok(driver.output(scenario))
+}
+
+impl Driver {
+    fn run(&mut self) {
+        // Traffic generation times: (time, flow).
+        let mut arrivals: BinaryHeap<Reverse<(Time, usize)>> = self.flows.iter().enumerate().filter(|(_, f)| f.cfg.start_ns < f.stop).map(|(i, f)| Reverse((f.cfg.start_ns, i))).collect();
+        let mut actions = Vec::new();
+        loop {
+            let model = self.medium.next_event_time();
+            let traffic = arrivals.peek().map(|Reverse((t, _))| *t);
+            let now = match (model, traffic) {
+                (None, None) => break,
+                (Some(m), None) => m,
+                (None, Some(t)) => t,
+                (Some(m), Some(t)) => m.min(t),
+            };
+            if now > self.duration {
+                break;
+            }
+            if traffic == Some(now) {
+                let Reverse((_, f)) = arrivals.pop().expect("peeked");
+                self.generate(now, f, &mut actions);
+                if let Some(next) = self.next_arrival(now, f) {
+                    arrivals.push(Reverse((next, f)));
+                }
+            } else {
+                self.medium.advance(now, &mut actions);
+            }
+            self.handle_actions(&mut actions);
+        }
+    }
+
+    /// When the flow's next packet is due after one generated at `now`.
+    fn next_arrival(&mut self, now: Time, f: usize) -> Option<Time> {
+        let flow = &mut self.flows[f];
+        let bits = flow.cfg.packet_bytes as f64 * 8.0;
+        let gap_ns = match flow.cfg.traffic {
+            Traffic::Saturated => return None,
+            Traffic::Cbr { rate_bps } => bits / rate_bps * 1e9,
+            Traffic::Poisson { rate_bps } => {
+                let e: f64 = flow.rng.sample(Exp1);
+                e * bits / rate_bps * 1e9
+            }
+        };
+        let next = now + (gap_ns.round() as Time).max(1);
+        (next < flow.stop).then_some(next)
+    }
+
+    /// A new packet of flow `f` at its source.
+    fn generate(&mut self, now: Time, f: usize, out: &mut Vec<Action<SimPacket>>) {
+        let flow = &mut self.flows[f];
+        let packet = SimPacket { flow: f as u32, seq: flow.next_seq, created_ns: now };
+        flow.next_seq += 1;
+        if now >= self.warmup {
+            flow.generated += 1;
+        }
+        let dst = match flow.cfg.dst {
+            FlowDest::Broadcast(_) => Dest::Broadcast,
+            FlowDest::Node(_) => Dest::Node(flow.next_hop[flow.cfg.src].expect("route checked")),
+        };
+        let frame = Frame { dst, len: flow.cfg.packet_bytes, priority: false, payload: packet };
+        self.medium.send(now, flow.cfg.src, frame, out);
+    }
+
+    fn handle_actions(&mut self, actions: &mut Vec<Action<SimPacket>>) {
+        while !actions.is_empty() {
+            let batch = std::mem::take(actions);
+            for action in &batch {
+                digest_action(&mut self.digest, action);
+                self.react(action, actions);
+            }
+            if let Some(trace) = &mut self.trace {
+                trace.extend(batch);
+            }
+        }
+    }
+
+    fn react(&mut self, action: &Action<SimPacket>, out: &mut Vec<Action<SimPacket>>) {
+        match *action {
+            Action::Deliver { time, node, payload, len, overheard: false, .. } => {
+                let flow = &mut self.flows[payload.flow as usize];
+                let arrived = match flow.cfg.dst {
+                    FlowDest::Broadcast(_) => true,
+                    FlowDest::Node(dst) => node == dst,
+                };
+                if arrived {
+                    if time >= self.warmup {
+                        flow.delivered += 1;
+                        flow.delivered_bytes += len as u64;
+                        flow.delays.push(time - payload.created_ns);
+                    }
+                } else if let Some(next) = flow.next_hop.get(node).copied().flatten() {
+                    let frame = Frame { dst: Dest::Node(next), len, priority: false, payload };
+                    self.medium.send(time, node, frame, out);
+                }
+            }
+            Action::TxDone { time, node, payload, outcome } => {
+                let f = payload.flow as usize;
+                let at_source = node == self.flows[f].cfg.src;
+                if outcome == TxOutcome::QueueDrop {
+                    if at_source {
+                        let flow = &mut self.flows[f];
+                        flow.source_queue_drops += 1;
+                        flow.blocked = flow.cfg.traffic == Traffic::Saturated;
+                    }
+                    return;
+                }
+                // A frame left the node's MAC: refill saturated sources, this
+                // flow's and any that found the queue full.
+                for g in 0..self.flows.len() {
+                    let flow = &mut self.flows[g];
+                    let active = flow.cfg.traffic == Traffic::Saturated && flow.cfg.src == node && (flow.cfg.start_ns..flow.stop).contains(&time);
+                    if active && ((g == f && at_source) || flow.blocked) {
+                        flow.blocked = false;
+                        self.generate(time, g, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn output(self, scenario: &Scenario) -> SimOutput {
+        let window_s = (self.duration - self.warmup) as f64 * 1e-9;
+        let flows = self
+            .flows
+            .into_iter()
+            .map(|mut f| FlowOutput {
+                name: f.cfg.name.clone(),
+                generated: f.generated,
+                delivered: f.delivered,
+                delivered_bytes: f.delivered_bytes,
+                throughput_bps: f.delivered_bytes as f64 * 8.0 / window_s,
+                delay_ns: summarize(&mut f.delays),
+                source_queue_drops: f.source_queue_drops,
+                hops: f.hops,
+            })
+            .collect();
+        let nodes = scenario.medium.nodes.iter().enumerate().map(|(i, nc)| NodeOutput { name: nc.name.clone(), stats: self.medium.stats(i).clone() }).collect();
+        let digest = self.digest.finalize();
+        SimOutput {
+            seed: scenario.medium.seed,
+            duration_ns: scenario.duration_ns,
+            warmup_ns: scenario.warmup_ns,
+            flows,
+            nodes,
+            events: self.medium.events_processed(),
+            trace_digest: digest.iter().map(|b| format!("{b:02x}")).collect(),
+            trace: self.trace,
+        }
+    }
+}
+
+fn summarize(delays: &mut [Time]) -> DelaySummary {
+    if delays.is_empty() {
+        return DelaySummary::default();
+    }
+    delays.sort_unstable();
+    let rank = |q: f64| delays[((q * delays.len() as f64).ceil() as usize).clamp(1, delays.len()) - 1];
+    DelaySummary {
+        mean: delays.iter().map(|&d| d as f64).sum::<f64>() / delays.len() as f64,
+        p50: rank(0.50),
+        p95: rank(0.95),
+        max: delays[delays.len() - 1],
+    }
+}
+
+/// Feeds one action into the trace digest in a fixed binary form.
+fn digest_action(h: &mut Sha256, action: &Action<SimPacket>) {
+    fn packet(h: &mut Sha256, p: &SimPacket) {
+        h.update(p.flow.to_le_bytes());
+        h.update(p.seq.to_le_bytes());
+        h.update(p.created_ns.to_le_bytes());
+    }
+    fn dest(h: &mut Sha256, d: Dest) {
+        match d {
+            Dest::Node(n) => h.update((n as u64).to_le_bytes()),
+            Dest::Unknown => h.update(u64::MAX.to_le_bytes()),
+            Dest::Broadcast => h.update((u64::MAX - 1).to_le_bytes()),
+        }
+    }
+    match action {
+        Action::Deliver { time, node, from, payload, len, rx_power_dbm, sinr_db, overheard } => {
+            h.update([1u8]);
+            h.update(time.to_le_bytes());
+            h.update((*node as u64).to_le_bytes());
+            h.update((*from as u64).to_le_bytes());
+            packet(h, payload);
+            h.update(len.to_le_bytes());
+            h.update(rx_power_dbm.to_bits().to_le_bytes());
+            h.update(sinr_db.to_bits().to_le_bytes());
+            h.update([*overheard as u8]);
+        }
+        Action::TxDone { time, node, payload, outcome } => {
+            h.update([2u8]);
+            h.update(time.to_le_bytes());
+            h.update((*node as u64).to_le_bytes());
+            packet(h, payload);
+            let (tag, rts, data) = match *outcome {
+                TxOutcome::Acked { rts_attempts, data_attempts } => (0u8, rts_attempts, data_attempts),
+                TxOutcome::Broadcast => (1, 0, 0),
+                TxOutcome::RetryDrop { rts_attempts, data_attempts } => (2, rts_attempts, data_attempts),
+                TxOutcome::QueueDrop => (3, 0, 0),
+            };
+            h.update([tag]);
+            h.update(rts.to_le_bytes());
+            h.update(data.to_le_bytes());
+        }
+        Action::Air { time, node, frame } => {
+            let AirFrame { kind, src, dst, duration_us, rate_bps, seq, retry, bytes, airtime_ns, payload } = frame;
+            h.update([3u8]);
+            h.update(time.to_le_bytes());
+            h.update((*node as u64).to_le_bytes());
+            h.update([match kind {
+                FrameKind::Rts => 0u8,
+                FrameKind::Cts => 1,
+                FrameKind::Data => 2,
+                FrameKind::Ack => 3,
+            }]);
+            h.update((*src as u64).to_le_bytes());
+            dest(h, *dst);
+            h.update(duration_us.to_le_bytes());
+            h.update(rate_bps.to_le_bytes());
+            h.update(seq.to_le_bytes());
+            h.update([*retry as u8]);
+            h.update(bytes.to_le_bytes());
+            h.update(airtime_ns.to_le_bytes());
+            if let Some(p) = payload {
+                packet(h, p);
+            }
+        }
+    }
+}
