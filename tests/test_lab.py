@@ -1,0 +1,212 @@
+"""Labs on the real-time TAP medium (root): the CLI and the Python API."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TOPOLOGIES, namespaces, needs_tap
+from meshemu import procs
+from meshemu.lab import Lab
+from meshemu.state import BY_NETNS, RUN_ROOT, read_state
+
+pytestmark = [pytest.mark.root, needs_tap]
+
+CHAIN = "tchain7"
+
+
+def meshemu(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "meshemu", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def leftovers(lab: str) -> list[str]:
+    """Anything of the lab still on the machine."""
+    found = [ns for ns in namespaces() if ns.startswith(f"{lab}-")]
+    found += [str(path) for path in Path("/etc/netns").glob(f"{lab}-*")] if Path("/etc/netns").exists() else []
+    if (RUN_ROOT / lab).exists():
+        found.append(str(RUN_ROOT / lab))
+    found += [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if f"/{lab}-" in line]
+    if BY_NETNS.exists():
+        found += [str(link) for link in BY_NETNS.iterdir() if f"/{lab}/" in os.readlink(link)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def chain():
+    """chain7 up through the CLI, as a user would."""
+    up = meshemu("up", str(TOPOLOGIES / "chain7.yaml"), "--name", CHAIN)
+    try:
+        assert up.returncode == 0, up.stderr
+        yield up.stdout
+    finally:
+        down = meshemu("down", CHAIN)
+        meshemu("cleanup", CHAIN)
+        assert down.returncode == 0, down.stderr
+        assert leftovers(CHAIN) == []
+
+
+def in_node(node: str, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return meshemu("exec", node, "--lab", CHAIN, "--", *argv, timeout=timeout)
+
+
+def ping_rtts(node: str, target: str, count: int = 5) -> list[float]:
+    result = in_node(node, "ping", "-n", "-c", str(count), "-i", "0.2", "-W", "2", target)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return [float(rtt) for rtt in re.findall(r"time=([\d.]+) ms", result.stdout)]
+
+
+def test_up_prints_nodes_addresses_and_neighbours(chain):
+    rows = {line.split("│")[1].strip(): line for line in chain.splitlines() if line.count("│") >= 4}
+    assert set(f"n{i}" for i in range(8)) <= set(rows)
+    assert "10.0.0.4" in rows["n3"] and "(600, 0)" in rows["n3"]
+    assert re.search(r"│\s*n2 n4\s*│", rows["n3"])  # 250 m receive range: the next nodes only
+    assert re.search(r"│\s*n1\s*│", rows["n0"])
+
+
+def test_ping_by_name_across_seven_hops(chain):
+    result = in_node("n0", "ping", "-c", "3", "-W", "3", "n7")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "10.0.0.8" in result.stdout and "3 received" in result.stdout
+
+
+def test_rtt_grows_with_hop_count(chain):
+    """Each hop costs at least DIFS + RTS + CTS + data + ACK each way at
+    2 Mbit/s (about 1.7 ms for a ping): about 3.4 ms of round trip per hop."""
+    medians = {}
+    for hops in (1, 2, 4, 7):
+        rtts = ping_rtts("n0", f"n{hops}")
+        assert min(rtts) >= 3.0 * hops, (hops, rtts)
+        medians[hops] = statistics.median(rtts)
+    assert medians[1] < medians[2] < medians[4] < medians[7], medians
+
+
+def iperf(client_args: list[str], server: str = "n7", client: str = "n0") -> dict:
+    lab = Lab.attach(CHAIN)
+    server_process = lab[server].spawn(["iperf3", "-s", "-1", "--bind", lab[server].ip])
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:  # wait for the server to listen
+            listening = lab[server].run(["ss", "-ltn", "sport", "= :5201"]).stdout
+            if "5201" in listening:
+                break
+            time.sleep(0.05)
+        result = lab[client].run(["iperf3", "-c", server, "-t", "5", "-J", *client_args], timeout=60)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+        return json.loads(result.stdout)
+    finally:
+        server_process.terminate()
+        server_process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("algorithm", ["cubic", "reno"])
+def test_iperf3_tcp_end_to_end(chain, algorithm):
+    report = iperf(["-C", algorithm])
+    assert report["end"]["sender_tcp_congestion"] == algorithm
+    goodput = report["end"]["sum_received"]["bits_per_second"]
+    # 7 hops of 2 Mbit/s with RTS/CTS: some tens to a few hundred kbit/s
+    assert 20e3 < goodput < 1e6, goodput
+
+
+def test_iperf3_udp_end_to_end(chain):
+    report = iperf(["-u", "-b", "100k", "-l", "1000"])
+    received = report["end"]["sum"]
+    assert received["packets"] > 0
+    assert received["lost_percent"] < 20, received
+
+
+def test_stats_and_move_through_the_cli(chain):
+    ping_rtts("n0", "n1", count=3)
+    stats = meshemu("stats", "--lab", CHAIN, "--json")
+    assert stats.returncode == 0, stats.stderr
+    nodes = json.loads(stats.stdout)
+    assert set(nodes) == {f"n{i}" for i in range(8)}
+    assert nodes["n0"]["tx_data_frames"] >= 3 and nodes["n0"]["rts_attempts"] >= 3
+    assert nodes["n1"]["rx_frames"] >= 3
+    table = meshemu("stats", "n1", "--lab", CHAIN)
+    assert table.returncode == 0 and "n1" in table.stdout
+
+    moved = meshemu("move", "n1", "200", "5km", "--lab", CHAIN)
+    assert moved.returncode == 0, moved.stderr
+    assert Lab.attach(CHAIN).positions()["n1"] == [200.0, 5000.0, 0.0]
+    assert in_node("n0", "ping", "-c", "2", "-W", "1", "n1").returncode != 0  # out of range
+    assert meshemu("move", "n1", "200", "0", "--lab", CHAIN).returncode == 0
+    assert in_node("n0", "ping", "-c", "2", "-W", "2", "n1").returncode == 0
+
+
+def test_python_api(chain):
+    lab = Lab.attach(CHAIN)
+    assert lab["n3"].ip == "10.0.0.4" and lab["n3"].netns == f"{CHAIN}-n3"
+    assert lab["n3"].position == (600.0, 0.0, 0.0)
+    address = lab["n3"].run(["ip", "-4", "-o", "addr", "show", "dev", "wlan0"], check=True)
+    assert "10.0.0.4/16" in address.stdout
+    hosts = lab["n3"].run(["getent", "hosts", "n7"], check=True)
+    assert hosts.stdout.split()[0] == "10.0.0.8"
+    with pytest.raises(TypeError):
+        lab["n3"].run("ip addr")  # never a shell string
+    sleeper = lab["n2"].spawn(["sleep", "30"])
+    records = read_state(lab.run_dir).processes
+    assert any(record.pid == sleeper.pid and record.node == "n2" for record in records)
+    sleeper.kill()
+    sleeper.wait()
+    links = lab.links()
+    assert any(link["a"] == 0 and link["b"] == 1 and link["in_rx_range"] for link in links["links"])
+
+
+def test_context_manager_removes_everything(tmp_path):
+    with Lab.from_file(TOPOLOGIES / "grid5.yaml", name="tctx") as lab:
+        assert len(lab) == 25
+        assert lab["n0"].run(["ping", "-c", "1", "-W", "2", "n6"]).returncode == 0
+        lab["n12"].spawn(["sleep", "300"])
+    assert leftovers("tctx") == []
+
+
+def test_kill_9_everything_then_cleanup():
+    name = "tkill"
+    interfaces_before = set(os.listdir("/sys/class/net"))
+    lab = Lab.from_file(TOPOLOGIES / "chain7.yaml", name=name).up()
+    try:
+        lab["n1"].spawn(["sleep", "300"])
+        unrecorded = subprocess.Popen(["ip", "netns", "exec", f"{name}-n5", "sleep", "300"], start_new_session=True)
+        time.sleep(0.2)
+        state = read_state(lab.run_dir)
+        for record in state.processes:
+            procs.signal_process(record.id, signal.SIGKILL)
+        os.kill(unrecorded.pid, signal.SIGKILL)
+        unrecorded.wait()
+        medium = state.medium()
+        assert medium is not None and procs.wait_gone([medium.id], 5) == []
+        assert [ns for ns in namespaces() if ns.startswith(f"{name}-")]  # left behind by the crash
+        result = meshemu("cleanup", name)
+        assert result.returncode == 0, result.stderr
+        assert f"deleted namespace {name}-n0" in result.stdout
+    finally:
+        meshemu("cleanup", name)
+    assert leftovers(name) == []
+    assert set(os.listdir("/sys/class/net")) == interfaces_before
+    assert procs.processes_in_netns(set(state.netns_inodes.values())) == []
+
+
+CYCLES = int(os.environ.get("MESHEMU_CYCLES", "200"))
+
+
+@pytest.mark.slow
+def test_up_down_cycles_leave_nothing_behind():
+    interfaces_before = set(os.listdir("/sys/class/net"))
+    mounts_before = Path("/proc/self/mountinfo").read_text().count("\n")
+    for cycle in range(CYCLES):
+        lab = Lab.from_file(TOPOLOGIES / "grid5.yaml", name="tcycle")
+        lab.up()
+        lab.down()
+        assert not (RUN_ROOT / "tcycle").exists(), cycle
+    assert leftovers("tcycle") == []
+    assert set(os.listdir("/sys/class/net")) == interfaces_before
+    assert Path("/proc/self/mountinfo").read_text().count("\n") == mounts_before
