@@ -1,0 +1,1 @@
+"""Benchmarks: programs that print measured figures (min/median/max)."""
