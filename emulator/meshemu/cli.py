@@ -362,7 +362,8 @@ def _sim(args: argparse.Namespace) -> int:
 
 
 def _describe_run(result: SimResult) -> str:
-    parts = [f"{path}={value}" for path, value in result.run.params.items()] + [f"seed={result.run.seed}"]
+    parts = [f"{path}={_param_text(value, result.run.choices[path])}" for path, value in result.run.params.items()]
+    parts.append(f"seed={result.run.seed}")
     return " ".join(parts)
 
 
@@ -377,6 +378,18 @@ def _flow_outputs(result: SimResult) -> list[dict[str, Any]]:
     if isinstance(flows, dict):
         return [flows[flow["name"]] for flow in result.run.scenario["flows"]]
     return list(flows)
+
+
+def _param_text(value: Any, choice: int) -> str:
+    """A swept value for the table: as written if short, else its position
+    in the sweep list (#1 is the first)."""
+    if isinstance(value, list) and all(not isinstance(item, (list, dict)) for item in value):
+        text = "[" + ", ".join(str(item) for item in value) + "]"
+    elif isinstance(value, (list, dict)):
+        text = ""
+    else:
+        text = str(value)
+    return text if text and len(text) <= 24 else f"#{choice + 1}"
 
 
 def _short_path(path: str, paths: list[str]) -> str:
@@ -403,7 +416,8 @@ def _sim_table(plan: SimPlan, results: list[SimResult]) -> Table:
     table.add_column("total", justify="right")
     table.add_column("delivered/generated", justify="right")
     for result in results:
-        row = [escape(str(value)) for value in result.run.params.values()] + [str(result.run.seed)]
+        row = [escape(_param_text(value, result.run.choices[path])) for path, value in result.run.params.items()]
+        row.append(str(result.run.seed))
         if result.output is None:
             row += ["failed"] * (len(table.columns) - len(row))
             table.add_row(*row)

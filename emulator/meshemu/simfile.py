@@ -72,6 +72,7 @@ class SimSpec(StrictModel):
 @dataclass(frozen=True)
 class SimRun:
     params: dict[str, Any]  # sweep path -> the value as written
+    choices: dict[str, int]  # sweep path -> index of that value in the sweep list
     seed: int
     topology: Topology
     scenario: dict[str, Any]
@@ -106,12 +107,14 @@ def plan_sim(document: Document, *, links: LinksFunction = medium.links) -> SimP
     for point in itertools.product(*[range(len(values)) for _, _, values in sweep]):
         variant = document.copy()
         params = {}
+        choices = {}
         for (text, path, values), choice in zip(sweep, point):
             mark, _ = document.mark(("sweep", text, choice))
             variant.replace(path, values[choice], Mark(mark.file, mark.line, mark.column, f"sweep.{text}[{choice}]"))
             params[text] = values[choice]
+            choices[text] = choice
         try:
-            runs.extend(_runs_of(variant, params, links))
+            runs.extend(_runs_of(variant, params, choices, links))
         except ConfigError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -174,7 +177,8 @@ def _parse_sweep_path(text: Any) -> DataPath | None:
     return tuple(path) if isinstance(path[0], str) else None
 
 
-def _runs_of(document: Document, params: dict[str, Any], links: LinksFunction) -> list[SimRun]:
+def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int],
+             links: LinksFunction) -> list[SimRun]:
     try:
         spec = SimSpec.model_validate(document.data)
     except ValidationError as exc:
@@ -193,7 +197,7 @@ def _runs_of(document: Document, params: dict[str, Any], links: LinksFunction) -
             "flows": flows,
             "trace": spec.trace,
         }
-        runs.append(SimRun(params, seed, topology, scenario))
+        runs.append(SimRun(params, choices, seed, topology, scenario))
     return runs
 
 
