@@ -472,3 +472,73 @@ impl LinkOverride {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phy::tests::wavelan;
+
+    fn one_node_json(radio_patch: &str) -> String {
+        let mut radio = serde_json::to_value(wavelan()).unwrap();
+        let patch: serde_json::Value = serde_json::from_str(radio_patch).unwrap();
+        for (k, v) in patch.as_object().unwrap() {
+            radio[k] = v.clone();
+        }
+        serde_json::json!({
+            "seed": 1,
+            "mac": {"kind": "dcf"},
+            "nodes": [
+                {"name": "n0", "mac_address": "02:00:00:00:00:01", "position": [0.0, 0.0, 0.0], "mobility": {"kind": "static"}, "radio": wavelan()},
+                {"name": "n1", "mac_address": "02:00:00:00:00:02", "position": [10.0, 0.0, 0.0], "mobility": {"kind": "static"}, "radio": radio},
+            ]
+        })
+        .to_string()
+    }
+
+    fn error_of(text: &str) -> String {
+        MediumConfig::from_json(text).expect_err("must be rejected").to_string()
+    }
+
+    #[test]
+    fn valid_config_round_trips() {
+        let cfg = MediumConfig::from_json(&one_node_json("{}")).unwrap();
+        assert_eq!(cfg.nodes[1].mac_address, MacAddr([2, 0, 0, 0, 0, 2]));
+        let again = MediumConfig::from_json(&serde_json::to_string(&cfg).unwrap()).unwrap();
+        assert_eq!(cfg, again);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(error_of(&one_node_json(r#"{"cw_min": 0}"#)), "nodes[1].radio.cw_min: must be >= 1");
+        let unknown = error_of(&one_node_json(r#"{"cw_mni": 3}"#));
+        assert!(unknown.starts_with("nodes[1].radio.cw_mni: unknown field `cw_mni`"), "{unknown}");
+        assert!(error_of(&one_node_json(r#"{"data_rate_bps": 3000000}"#)).starts_with("nodes[1].radio.data_rate_bps: 3000000 is not a Dsss rate"));
+        assert!(error_of(&one_node_json(r#"{"cs_threshold_dbm": -50.0}"#)).starts_with("nodes[1].radio.cs_threshold_dbm: must be <= rx_threshold_dbm"));
+        assert!(error_of(&one_node_json(r#"{"antenna_height_m": -1.0}"#)).starts_with("nodes[1].radio.antenna_height_m: must be >= 0"));
+        assert!(error_of(&one_node_json(r#"{"cw_max": "big"}"#)).starts_with("nodes[1].radio.cw_max: invalid type"));
+        let bad_mac = one_node_json("{}").replace("02:00:00:00:00:02", "02:00:00:00:00");
+        assert!(error_of(&bad_mac).starts_with("nodes[1].mac_address: \"02:00:00:00:00\" is not a MAC address"));
+        let same_name = one_node_json("{}").replace("\"n1\"", "\"n0\"");
+        assert_eq!(error_of(&same_name), "nodes[1].name: \"n0\" is also the name of nodes[0]");
+    }
+
+    #[test]
+    fn mobility_and_links_are_checked() {
+        let mut v: serde_json::Value = serde_json::from_str(&one_node_json("{}")).unwrap();
+        v["nodes"][0]["mobility"] = serde_json::json!({"kind": "random_waypoint", "area": {"min": [0, 0], "max": [100, 100]},
+            "speed_mps": {"min": 0.0, "max": 5.0}, "pause_ns": {"min": 0, "max": 0}, "steady_state": true});
+        assert_eq!(error_of(&v.to_string()), "nodes[0].mobility.speed_mps.min: must be > 0");
+        let mut v: serde_json::Value = serde_json::from_str(&one_node_json("{}")).unwrap();
+        v["links"] = serde_json::json!([{"a": 0, "b": 5, "extra_loss_db": 3.0}]);
+        assert!(error_of(&v.to_string()).starts_with("links[0].b: node index 5 out of range"));
+        v["links"] = serde_json::json!([{"a": 0, "b": 1, "extra_loss_db": -3.0}]);
+        assert_eq!(error_of(&v.to_string()), "links[0].extra_loss_db: must be >= 0");
+    }
+
+    #[test]
+    fn tdma_slot_must_hold_a_full_frame_exchange() {
+        let mut v: serde_json::Value = serde_json::from_str(&one_node_json("{}")).unwrap();
+        v["mac"] = serde_json::json!({"kind": "tdma", "slot_ns": 1000000});
+        assert!(error_of(&v.to_string()).starts_with("mac.slot_ns: 1000000 ns is too short"));
+    }
+}

@@ -535,3 +535,95 @@ fn digest_action(h: &mut Sha256, action: &Action<SimPacket>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{MacConfig, MobilityConfig, NodeConfig};
+    use crate::phy::{self, tests::wavelan};
+
+    fn scenario(xs: &[f64], flows: Vec<FlowConfig>, seed: u64) -> Scenario {
+        let mut radio = wavelan();
+        radio.rts_threshold_bytes = 3000;
+        let nodes = xs
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| NodeConfig {
+                name: format!("n{i}"),
+                mac_address: crate::MacAddr([2, 0, 0, 0, 0, i as u8 + 1]),
+                position: [x, 0.0, 0.0],
+                promiscuous: false,
+                mobility: MobilityConfig::Static,
+                radio: radio.clone(),
+            })
+            .collect();
+        Scenario {
+            medium: MediumConfig { seed, mac: MacConfig::Dcf, nodes, links: vec![] },
+            duration_ns: 20_000_000_000,
+            warmup_ns: 1_000_000_000,
+            routing: Routing::Static,
+            flows,
+            trace: false,
+        }
+    }
+
+    fn flow(src: NodeId, dst: NodeId, traffic: Traffic) -> FlowConfig {
+        FlowConfig { name: format!("f{src}"), src, dst: FlowDest::Node(dst), packet_bytes: 1460, traffic, start_ns: 0, stop_ns: None }
+    }
+
+    #[test]
+    fn single_saturated_station_gets_payload_over_mean_cycle_time() {
+        let out = run(&scenario(&[0.0, 10.0], vec![flow(1, 0, Traffic::Saturated)], 1)).unwrap();
+        let r = wavelan();
+        let t = phy::MacTimings::new(&r);
+        // DATA + SIFS + ACK + DIFS + mean backoff of CW/2 slots.
+        let cycle = phy::airtime_ns(&r, phy::data_mpdu_bytes(1460), r.data_rate_bps) + t.sifs + t.ack + t.difs;
+        let cycle_s = (cycle as f64 + 15.5 * t.slot as f64) * 1e-9;
+        let expected = 1460.0 * 8.0 / cycle_s;
+        let got = out.flows[0].throughput_bps;
+        assert!((got - expected).abs() / expected < 0.005, "{got} vs {expected}");
+        assert_eq!(out.flows[0].hops, 1);
+    }
+
+    #[test]
+    fn cbr_flow_below_capacity_is_delivered_over_static_route() {
+        // 0 -- 200 m -- 1 -- 200 m -- 2: two hops.
+        let out = run(&scenario(&[0.0, 200.0, 400.0], vec![flow(0, 2, Traffic::Cbr { rate_bps: 100_000.0 })], 1)).unwrap();
+        let f = &out.flows[0];
+        assert_eq!(f.hops, 2);
+        assert!(f.delivered + 1 >= f.generated && f.generated > 150, "{f:?}");
+        assert!((f.throughput_bps - 100_000.0).abs() < 2_000.0, "{}", f.throughput_bps);
+        // Two hops of DATA+ACK at least.
+        assert!(f.delay_ns.p50 > 2 * 6_176_000);
+    }
+
+    #[test]
+    fn same_seed_same_digest_other_seed_other_digest() {
+        let flows = || vec![flow(1, 0, Traffic::Saturated), flow(2, 0, Traffic::Poisson { rate_bps: 300_000.0 })];
+        let a = run(&scenario(&[0.0, 10.0, 20.0], flows(), 1)).unwrap();
+        let b = run(&scenario(&[0.0, 10.0, 20.0], flows(), 1)).unwrap();
+        let c = run(&scenario(&[0.0, 10.0, 20.0], flows(), 2)).unwrap();
+        assert_eq!(a.trace_digest, b.trace_digest);
+        assert_eq!(a, b);
+        assert_ne!(a.trace_digest, c.trace_digest);
+    }
+
+    #[test]
+    fn unreachable_destination_is_a_located_error() {
+        let err = run(&scenario(&[0.0, 1000.0], vec![flow(0, 1, Traffic::Saturated)], 1)).unwrap_err();
+        assert_eq!(err.to_string(), "flows[0]: no route from n0 to n1 at time 0");
+    }
+
+    #[test]
+    fn scenario_json_errors_name_the_field() {
+        let s = scenario(&[0.0, 10.0], vec![flow(1, 0, Traffic::Saturated)], 1);
+        let mut v = serde_json::to_value(&s).unwrap();
+        v["flows"][0]["traffic"] = serde_json::json!({"kind": "cbr", "rate_bps": -1.0});
+        let err = Scenario::from_json(&v.to_string()).unwrap_err();
+        assert_eq!(err.to_string(), "flows[0].traffic.rate_bps: must be a number > 0");
+        v["flows"][0]["traffic"] = serde_json::json!({"kind": "saturated"});
+        v["medium"]["nodes"][0]["radio"]["queue_len"] = serde_json::json!(0);
+        let err = Scenario::from_json(&v.to_string()).unwrap_err();
+        assert_eq!(err.to_string(), "medium.nodes[0].radio.queue_len: must be >= 1");
+    }
+}

@@ -9,6 +9,8 @@
 mod dcf;
 mod reception;
 mod tdma;
+#[cfg(test)]
+mod tests;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};

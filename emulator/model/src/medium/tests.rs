@@ -1,0 +1,463 @@
+//! Scripted tests of the medium in virtual time: a few nodes on a line, frames
+//! handed down at chosen times, and the actions checked against the timings
+//! the standard (and the project's choices) prescribe.
+
+use super::*;
+use crate::config::{MobilityConfig, NodeConfig};
+use crate::phy::tests::wavelan;
+use crate::phy::{airtime_ns, data_mpdu_bytes, mw_to_dbm};
+
+const US: Time = 1_000;
+const MS: Time = 1_000_000;
+
+fn node_at(i: usize, x: f64, radio: &RadioConfig) -> NodeConfig {
+    NodeConfig {
+        name: format!("n{i}"),
+        mac_address: crate::MacAddr([2, 0, 0, 0, 0, i as u8 + 1]),
+        position: [x, 0.0, 0.0],
+        promiscuous: false,
+        mobility: MobilityConfig::Static,
+        radio: radio.clone(),
+    }
+}
+
+fn config(xs: &[f64], radio: &RadioConfig) -> MediumConfig {
+    MediumConfig { seed: 1, mac: MacConfig::Dcf, nodes: xs.iter().enumerate().map(|(i, &x)| node_at(i, x, radio)).collect(), links: vec![] }
+}
+
+/// Carrier-sense range = receive range (250 m): hidden terminals are easy.
+fn short_sense() -> RadioConfig {
+    let mut r = wavelan();
+    r.cs_threshold_dbm = r.rx_threshold_dbm;
+    r
+}
+
+fn no_rts() -> RadioConfig {
+    let mut r = wavelan();
+    r.rts_threshold_bytes = 3000;
+    r
+}
+
+fn unicast(to: NodeId, id: u32) -> Frame<u32> {
+    Frame { dst: Dest::Node(to), len: 1460, priority: false, payload: id }
+}
+
+fn broadcast(id: u32) -> Frame<u32> {
+    Frame { dst: Dest::Broadcast, len: 1460, priority: false, payload: id }
+}
+
+fn medium(cfg: MediumConfig) -> Medium<u32> {
+    let mut m = Medium::new(cfg).expect("valid config");
+    m.set_air_capture(true);
+    m
+}
+
+/// (time, transmitter, kind) of every transmission.
+fn air(actions: &[Action<u32>]) -> Vec<(Time, NodeId, FrameKind)> {
+    actions.iter().filter_map(|a| if let Action::Air { time, node, frame } = a { Some((*time, *node, frame.kind)) } else { None }).collect()
+}
+
+/// (time, receiver, payload, overheard) of every delivery.
+fn delivered(actions: &[Action<u32>]) -> Vec<(Time, NodeId, u32, bool)> {
+    actions
+        .iter()
+        .filter_map(|a| if let Action::Deliver { time, node, payload, overheard, .. } = a { Some((*time, *node, *payload, *overheard)) } else { None })
+        .collect()
+}
+
+fn outcomes(actions: &[Action<u32>]) -> Vec<(NodeId, u32, TxOutcome)> {
+    actions.iter().filter_map(|a| if let Action::TxDone { node, payload, outcome, .. } = a { Some((*node, *payload, *outcome)) } else { None }).collect()
+}
+
+fn data_airtime(r: &RadioConfig) -> Time {
+    airtime_ns(r, data_mpdu_bytes(1460), r.data_rate_bps)
+}
+
+/// Broadcast data frames go at the basic rate.
+fn broadcast_airtime(r: &RadioConfig) -> Time {
+    airtime_ns(r, data_mpdu_bytes(1460), r.basic_rate_bps)
+}
+
+fn delay(d: f64) -> Time {
+    phy::propagation_delay_ns(d)
+}
+
+#[test]
+fn frame_to_medium_idle_for_difs_is_sent_at_once_then_post_backoff_drawn() {
+    let r = no_rts();
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, unicast(1, 7), &mut out);
+    m.advance(100 * MS, &mut out);
+    let t = m.nodes[0].radio.timings;
+    let ack_at = MS + data_airtime(&r) + delay(100.0) + t.sifs;
+    assert_eq!(air(&out), vec![(MS, 0, FrameKind::Data), (ack_at, 1, FrameKind::Ack)]);
+    assert_eq!(outcomes(&out), vec![(0, 7, TxOutcome::Acked { rts_attempts: 0, data_attempts: 1 })]);
+    assert_eq!(delivered(&out), vec![(MS + data_airtime(&r) + delay(100.0), 1, 7, false)]);
+    // The only backoff is the post-backoff after the success.
+    assert_eq!(m.stats(0).backoffs, 1);
+    assert_eq!(m.stats(0).defers, 0);
+}
+
+#[test]
+fn frame_arriving_before_difs_elapsed_backs_off_in_whole_slots_after_difs() {
+    let r = no_rts();
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    // The medium counts as idle from time 0: DIFS ends at 50 µs.
+    m.send(10 * US, 0, broadcast(1), &mut out);
+    m.advance(100 * MS, &mut out);
+    let (t0, _, _) = air(&out)[0];
+    let difs = m.nodes[0].radio.timings.difs;
+    assert!(t0 >= difs && (t0 - difs) % r.slot_ns == 0, "sent at {t0}");
+    assert!((t0 - difs) / r.slot_ns <= r.cw_min as u64);
+    assert_eq!(m.stats(0).backoffs, 2, "the access backoff and the post-backoff");
+}
+
+/// Sends a broadcast from node 0 at 10 µs (so it backs off) and, if given,
+/// a broadcast from node 1 at `other_at`; returns node 0's transmit time,
+/// the end of node 1's frame at node 0, and node 0's stats.
+fn backoff_run(seed: u64, other_at: Option<Time>) -> (Time, Time, NodeStats) {
+    let r = no_rts();
+    let mut cfg = config(&[0.0, 100.0], &r);
+    cfg.seed = seed;
+    let mut m = medium(cfg);
+    let mut out = Vec::new();
+    m.send(10 * US, 0, broadcast(1), &mut out);
+    if let Some(at) = other_at {
+        m.send(at, 1, broadcast(2), &mut out);
+    }
+    m.advance(100 * MS, &mut out);
+    let sent = air(&out).into_iter().find(|a| a.1 == 0).expect("node 0 sent").0;
+    let other_end = other_at.map_or(0, |at| at + broadcast_airtime(&r) + delay(100.0));
+    (sent, other_end, m.stats(0).clone())
+}
+
+#[test]
+fn backoff_freezes_while_medium_busy_and_resumes_after_difs() {
+    let slot = 20 * US;
+    let difs = 50 * US;
+    // A seed whose first backoff is long enough to be interrupted.
+    let (seed, alone) = (1..100).map(|s| (s, backoff_run(s, None).0)).find(|&(_, t)| t >= difs + 10 * slot).expect("some seed draws >= 10 slots");
+    let slots = (alone - difs) / slot;
+    // Node 1 (idle medium for it: sends at once) starts 3.5 slots into the countdown.
+    let other_at = difs + 3 * slot + slot / 2;
+    let (sent, other_end, stats) = backoff_run(seed, Some(other_at));
+    let counted = 3; // whole idle slots before node 1's signal arrived
+    assert_eq!(sent, other_end + difs + (slots - counted) * slot);
+    assert_eq!(stats.defers, 1);
+}
+
+#[test]
+fn undecodable_reception_makes_the_next_access_wait_eifs() {
+    // Node 2 at 400 m from node 0: senses node 0's frames (550 m) but cannot
+    // decode them (250 m).
+    let r = no_rts();
+    let run = |x2: f64| {
+        let mut m = medium(config(&[0.0, 100.0, x2], &r));
+        let mut out = Vec::new();
+        m.send(MS, 0, broadcast(1), &mut out);
+        // Node 2's frame arrives while node 0's is on the air: it backs off.
+        m.send(2 * MS, 2, broadcast(2), &mut out);
+        m.advance(100 * MS, &mut out);
+        let sent = air(&out).into_iter().find(|a| a.1 == 2).expect("node 2 sent").0;
+        (sent - (MS + broadcast_airtime(&r) + delay(x2)), m.stats(2).clone())
+    };
+    let t = MacTimings::new(&r);
+    let (after_weak, stats) = run(400.0);
+    assert_eq!(stats.rx_weak, 1);
+    assert!(after_weak >= t.eifs && (after_weak - t.eifs) % r.slot_ns == 0, "{after_weak}");
+    let (after_good, stats) = run(200.0);
+    assert_eq!(stats.rx_frames, 1);
+    assert!(after_good >= t.difs && (after_good - t.difs) % r.slot_ns == 0, "{after_good}");
+    // Same backoff draw (same seed and node): the gap differs by EIFS - DIFS.
+    assert_eq!(after_weak - after_good, t.eifs - t.difs);
+}
+
+#[test]
+fn rts_cts_exchange_has_standard_timing_and_durations() {
+    let r = wavelan();
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, unicast(1, 1), &mut out);
+    m.advance(100 * MS, &mut out);
+    let t = MacTimings::new(&r);
+    let d = delay(100.0);
+    let frames: Vec<_> = out.iter().filter_map(|a| if let Action::Air { time, frame, .. } = a { Some((*time, frame.kind, frame.duration_us)) } else { None }).collect();
+    let cts_at = MS + t.rts + d + t.sifs;
+    let data_at = cts_at + t.cts + d + t.sifs;
+    let ack_at = data_at + data_airtime(&r) + d + t.sifs;
+    let data_us = data_airtime(&r) / US;
+    assert_eq!(
+        frames,
+        vec![
+            (MS, FrameKind::Rts, ((3 * t.sifs + t.cts + t.ack) / US + data_us) as u16),
+            (cts_at, FrameKind::Cts, ((2 * t.sifs + t.ack) / US + data_us) as u16),
+            (data_at, FrameKind::Data, ((t.sifs + t.ack) / US) as u16),
+            (ack_at, FrameKind::Ack, 0),
+        ]
+    );
+    assert_eq!(m.stats(0).rts_attempts_hist[0], 1);
+    assert_eq!(m.stats(1).cts_sent, 1);
+}
+
+#[test]
+fn cts_sets_nav_of_a_node_hidden_from_the_sender() {
+    // Node 2 hears node 1 (200 m) but not node 0 (400 m, beyond sensing).
+    let r = short_sense();
+    let mut m = medium(config(&[0.0, 200.0, 400.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, unicast(1, 1), &mut out);
+    // Node 2 wants to send while node 0's DATA is on the air.
+    m.send(3 * MS, 2, broadcast(2), &mut out);
+    m.advance(100 * MS, &mut out);
+    let frames = air(&out);
+    let ack_end = frames.iter().find(|f| f.2 == FrameKind::Ack).map(|f| f.0).unwrap() + MacTimings::new(&r).ack;
+    let n2_at = frames.iter().find(|f| f.1 == 2).unwrap().0;
+    assert!(n2_at >= ack_end, "node 2 sent at {n2_at}, inside the protected exchange ending {ack_end}");
+    assert_eq!(outcomes(&out)[0], (0, 1, TxOutcome::Acked { rts_attempts: 1, data_attempts: 1 }));
+    assert!(m.stats(2).defers >= 1);
+}
+
+#[test]
+fn unacknowledged_frame_doubles_cw_and_drops_after_short_retry_limit() {
+    let r = no_rts();
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, priority: false, payload: 9 }, &mut out);
+    let mut cws = Vec::new();
+    while let Some(t) = m.next_event_time() {
+        m.advance(t, &mut out);
+        if cws.last() != Some(&m.nodes[0].cw) {
+            cws.push(m.nodes[0].cw);
+        }
+    }
+    // Short frame (MPDU below the RTS threshold): short retry limit, 7 attempts.
+    assert_eq!(outcomes(&out), vec![(0, 9, TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 })]);
+    assert_eq!(cws, vec![31, 63, 127, 255, 511, 1023, 31]);
+    let s = m.stats(0);
+    assert_eq!((s.ack_timeouts, s.retry_drops, s.data_attempts, s.data_attempts_hist[6]), (7, 1, 7, 1));
+    assert_eq!(air(&out).iter().filter(|f| f.2 == FrameKind::Data).count(), 7);
+}
+
+#[test]
+fn rts_without_cts_is_retried_up_to_short_retry_limit() {
+    let mut r = wavelan();
+    r.short_retry_limit = 3;
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, priority: false, payload: 9 }, &mut out);
+    m.advance(10_000 * MS, &mut out);
+    assert_eq!(outcomes(&out), vec![(0, 9, TxOutcome::RetryDrop { rts_attempts: 3, data_attempts: 0 })]);
+    assert_eq!(m.stats(0).cts_timeouts, 3);
+    // The timeout: SIFS + slot + PHY-RX-START after the RTS, then DIFS + backoff.
+    let rts: Vec<Time> = air(&out).iter().map(|f| f.0).collect();
+    let t = MacTimings::new(&r);
+    for w in rts.windows(2) {
+        let gap = w[1] - w[0] - t.rts - t.response_timeout - t.difs;
+        assert_eq!(gap % r.slot_ns, 0);
+    }
+}
+
+#[test]
+fn duplicate_after_lost_ack_is_acked_but_not_delivered_again() {
+    // Node 0 cannot decode node 1's ACKs (receive threshold too high), so it
+    // retries; node 1 decodes every retry.
+    let r = no_rts();
+    let mut cfg = config(&[0.0, 100.0], &r);
+    cfg.nodes[0].radio.rx_threshold_dbm = -30.0;
+    let mut m = medium(cfg);
+    let mut out = Vec::new();
+    m.send(MS, 0, unicast(1, 5), &mut out);
+    m.advance(10_000 * MS, &mut out);
+    assert_eq!(delivered(&out).len(), 1);
+    let s1 = m.stats(1);
+    assert_eq!((s1.rx_frames, s1.rx_duplicates, s1.acks_sent), (1, 6, 7));
+    assert_eq!(m.stats(0).rx_weak, 7);
+    assert_eq!(outcomes(&out), vec![(0, 5, TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 })]);
+}
+
+#[test]
+fn broadcast_goes_once_at_basic_rate_to_everyone_in_range() {
+    let r = wavelan();
+    let mut m = medium(config(&[0.0, 100.0, 200.0, 300.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, broadcast(3), &mut out);
+    m.advance(100 * MS, &mut out);
+    let frames: Vec<_> = out.iter().filter_map(|a| if let Action::Air { frame, .. } = a { Some((frame.kind, frame.rate_bps)) } else { None }).collect();
+    assert_eq!(frames, vec![(FrameKind::Data, r.basic_rate_bps)]);
+    let rx: Vec<NodeId> = delivered(&out).iter().map(|d| d.1).collect();
+    assert_eq!(rx, vec![1, 2], "node 3 at 300 m is out of receive range");
+    assert_eq!(outcomes(&out), vec![(0, 3, TxOutcome::Broadcast)]);
+}
+
+/// Two broadcasts from opposite sides of node 0, hidden from each other,
+/// overlapping at node 0: which (if any) does node 0 decode?
+fn overlap(first_x: f64, second_x: f64, capture_restart: bool) -> Vec<u32> {
+    let mut r = short_sense();
+    r.capture_restart = capture_restart;
+    let mut m = medium(config(&[0.0, first_x, second_x], &r));
+    let mut out = Vec::new();
+    m.send(MS, 1, broadcast(1), &mut out);
+    m.send(MS + 500 * US, 2, broadcast(2), &mut out);
+    m.advance(100 * MS, &mut out);
+    delivered(&out).iter().filter(|d| d.1 == 0).map(|d| d.2).collect()
+}
+
+#[test]
+fn capture_stronger_first_frame_survives_a_weaker_overlap() {
+    // 50 m vs 240 m: SINR far above 10 dB.
+    assert_eq!(overlap(-50.0, 240.0, false), vec![1]);
+}
+
+#[test]
+fn capture_fails_below_threshold_and_both_frames_are_lost() {
+    // 200 m vs 240 m: SINR about 3 dB, under the 10 dB threshold.
+    assert_eq!(overlap(-200.0, 240.0, false), Vec::<u32>::new());
+    assert_eq!(overlap(-200.0, 240.0, true), Vec::<u32>::new());
+}
+
+#[test]
+fn capture_late_stronger_frame_needs_capture_restart() {
+    // The weak frame comes first: ns-2 stays locked on it (and loses it);
+    // with capture_restart the strong frame takes the receiver over.
+    assert_eq!(overlap(240.0, -50.0, false), Vec::<u32>::new());
+    assert_eq!(overlap(240.0, -50.0, true), vec![2]);
+}
+
+#[test]
+fn interface_queue_drops_tail_and_puts_priority_frames_first() {
+    let mut r = no_rts();
+    r.queue_len = 3;
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    // Frame 1 goes on the air at once; 2, 3, 4 fill the queue; 5 is dropped;
+    // then the queue has room for nothing more until frame 1 is done.
+    for id in 1..=5 {
+        m.send(MS, 0, unicast(1, id), &mut out);
+    }
+    assert_eq!(outcomes(&out), vec![(0, 5, TxOutcome::QueueDrop)]);
+    out.clear();
+    m.advance(MS + 10 * MS, &mut out);
+    // Frame 1 acknowledged and frame 2 in service: the priority frame
+    // jumps ahead of the queued 3 and 4.
+    m.send(MS + 10 * MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 6 }, &mut out);
+    m.advance(1000 * MS, &mut out);
+    let order: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
+    assert_eq!(order, vec![1, 2, 6, 3, 4]);
+    assert_eq!(m.stats(0).queue_drops, 1);
+    assert_eq!(m.stats(0).queue_len_max, 3);
+}
+
+#[test]
+fn promiscuous_node_overhears_unicast_data_for_others() {
+    let r = wavelan();
+    let mut cfg = config(&[0.0, 100.0, 150.0], &r);
+    cfg.nodes[2].promiscuous = true;
+    let mut m = medium(cfg);
+    let mut out = Vec::new();
+    m.send(MS, 0, unicast(1, 4), &mut out);
+    m.advance(100 * MS, &mut out);
+    let d = delivered(&out);
+    assert_eq!(d.iter().map(|x| (x.1, x.3)).collect::<Vec<_>>(), vec![(1, false), (2, true)]);
+    assert_eq!(m.stats(2).overheard_frames, 1);
+}
+
+#[test]
+fn bit_errors_lose_frames_at_the_packet_error_rate() {
+    let mut r = no_rts();
+    r.bit_error_rate = 1e-4;
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    let n = 2000;
+    for i in 0..n {
+        m.send(i as Time * 20 * MS, 0, broadcast(i), &mut out);
+    }
+    m.advance(n as Time * 20 * MS + MS, &mut out);
+    let got = delivered(&out).len() as f64 / n as f64;
+    let expected = (1.0 - 1e-4f64).powf(8.0 * data_mpdu_bytes(1460) as f64);
+    assert!((got - expected).abs() < 0.03, "delivered {got}, expected {expected}");
+    assert_eq!(m.stats(1).rx_errors as usize + delivered(&out).len(), n as usize);
+}
+
+#[test]
+fn teleported_node_out_of_range_stops_receiving() {
+    let r = wavelan();
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, broadcast(1), &mut out);
+    m.advance(20 * MS, &mut out);
+    m.set_position(20 * MS, 1, [1000.0, 0.0, 0.0]);
+    m.send(20 * MS, 0, broadcast(2), &mut out);
+    m.advance(100 * MS, &mut out);
+    assert_eq!(delivered(&out).iter().map(|d| d.2).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(m.position(1, 30 * MS), [1000.0, 0.0, 0.0]);
+}
+
+#[test]
+fn links_report_receive_and_sense_ranges() {
+    let r = wavelan();
+    let m = medium(config(&[0.0, 200.0, 500.0, 2000.0], &r));
+    let links = m.links(0);
+    let find = |a, b| links.iter().find(|l| l.a == a && l.b == b).copied();
+    let l01 = find(0, 1).unwrap();
+    assert!(l01.in_rx_range && l01.in_cs_range);
+    let l02 = find(0, 2).unwrap();
+    assert!(!l02.in_rx_range && l02.in_cs_range);
+    assert!(find(0, 3).is_none(), "2 km is below the interference floor");
+    assert!((l01.rx_power_dbm - mw_to_dbm(281.83815 * 1.5f64.powi(4) / 200f64.powi(4))).abs() < 1e-9);
+}
+
+#[test]
+fn tdma_nodes_send_only_at_the_start_of_their_own_slots() {
+    let r = no_rts();
+    let mut cfg = config(&[0.0, 100.0, 200.0], &r);
+    cfg.mac = MacConfig::Tdma { slot_ns: 0 };
+    let mut m = medium(cfg);
+    let slot = m.tdma_slot_ns();
+    assert_eq!(slot, phy::tdma_exchange_ns(&r, 1500));
+    let mut out = Vec::new();
+    m.send(US, 2, unicast(0, 1), &mut out);
+    m.send(US, 1, unicast(0, 2), &mut out);
+    m.send(US, 1, unicast(0, 3), &mut out);
+    m.advance(10 * slot, &mut out);
+    let data: Vec<(Time, NodeId)> = air(&out).into_iter().filter(|f| f.2 == FrameKind::Data).map(|f| (f.0, f.1)).collect();
+    // Node 1 owns slots 1, 4, 7...; node 2 owns 2, 5, 8...
+    assert_eq!(data, vec![(slot, 1), (2 * slot, 2), (4 * slot, 1)]);
+    assert_eq!(outcomes(&out).len(), 3);
+    assert!(outcomes(&out).iter().all(|o| matches!(o.2, TxOutcome::Acked { data_attempts: 1, .. })));
+}
+
+#[test]
+fn same_seed_gives_identical_actions_and_other_seed_differs() {
+    let run = |seed| {
+        let mut cfg = config(&[0.0, 10.0, 20.0, 30.0], &no_rts());
+        cfg.seed = seed;
+        let mut m = medium(cfg);
+        let mut out = Vec::new();
+        for i in 0..50 {
+            for src in 1..4 {
+                m.send(i * MS, src, unicast(0, i as u32), &mut out);
+            }
+        }
+        m.advance(2000 * MS, &mut out);
+        out
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+}
+
+#[test]
+fn stats_of_changed_nodes_are_reported_once() {
+    let mut m = medium(config(&[0.0, 100.0, 5000.0], &wavelan()));
+    let mut out = Vec::new();
+    m.send(MS, 0, broadcast(1), &mut out);
+    m.advance(100 * MS, &mut out);
+    let mut touched = Vec::new();
+    m.take_touched(&mut touched);
+    touched.sort();
+    assert_eq!(touched, vec![0, 1], "node 2 is far away and saw nothing");
+    touched.clear();
+    m.take_touched(&mut touched);
+    assert!(touched.is_empty());
+}
