@@ -69,8 +69,8 @@ class Process:
     def pid(self) -> int:
         return self._popen.pid
 
-    @property
-    def returncode(self) -> int | None:
+    def poll(self) -> int | None:
+        """The exit status, or None while it runs."""
         return self._popen.poll()
 
     def wait(self, timeout: float | None = None) -> int:
@@ -130,7 +130,9 @@ class Node:
         started = procs.start_time(popen.pid)
         if started is not None:
             record_process(self.lab.run_dir, ProcessRecord(popen.pid, started, "node", self.name, list(argv)))
-        return Process(popen, self.name, list(argv))
+        process = Process(popen, self.name, list(argv))
+        self.lab._spawned.append(process)
+        return process
 
 
 class Lab:
@@ -153,6 +155,7 @@ class Lab:
         self.config = config  # LAB.json (section 4)
         self.ready: dict[str, Any] | None = None  # the medium's ready line
         self._medium: subprocess.Popen[bytes] | None = None
+        self._spawned: list[Process] = []  # to reap them at down
         self.nodes: dict[str, Node] = {}
         for index, (entry, node) in enumerate(zip(config["nodes"], config["medium"]["nodes"])):
             self.nodes[node["name"]] = Node(self, index, node["name"], entry["ipv4"], entry["netns"],
@@ -255,6 +258,9 @@ class Lab:
         if self._medium is not None:
             self._medium.wait()  # reap it (it is gone by now)
             self._medium = None
+        for process in self._spawned:
+            process.poll()  # reaps it if it exited
+        self._spawned.clear()
         self.ready = None
         return report
 
