@@ -13,6 +13,7 @@ argument lists, never through a shell.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import time
@@ -220,6 +221,8 @@ class Lab:
 
     def up(self, timeout: float | None = None) -> "Lab":
         """Create the lab; returns once the medium reports it ready."""
+        if os.geteuid() != 0:
+            raise LabError("a lab needs root (it creates network namespaces): run as root")
         program = medium.find_program()
         namespaces = [entry["netns"] for entry in self.config["nodes"]]
         self._check_free(namespaces)

@@ -282,7 +282,8 @@ def _message(error: dict[str, Any], path: DataPath, known_keys: frozenset[str]) 
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"unknown key {key!r}{hint}"
     if kind == "missing":
-        return "required key is missing"
+        key = error["loc"][-1] if error["loc"] else "?"
+        return f"required key {key!r} is missing"
     message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
