@@ -46,7 +46,8 @@ fn denominator(r: f64, p: f64) -> f64 {
 /// (never 0, which would mean "no loss yet").
 pub fn loss_event_rate_for(s: f64, rtt: Duration, x: f64) -> f64 {
     let r = rtt.as_secs_f64();
-    if !(x > 0.0) {
+    // Zero, negative and NaN rates: the worst loss event rate.
+    if x.is_nan() || x <= 0.0 {
         return 1.0;
     }
     if r == 0.0 || x.is_infinite() {

@@ -2,3 +2,6 @@
 pub mod equation;
 pub mod loss;
 pub mod packet;
+pub mod re;
+pub mod receiver;
+pub mod sender;

@@ -43,7 +43,8 @@ pub struct LostRange {
 }
 
 impl LostRange {
-    pub fn len(&self) -> u64 {
+    /// Packets in the range (never zero).
+    pub fn packets(&self) -> u64 {
         self.last - self.first + 1
     }
 

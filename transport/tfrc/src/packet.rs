@@ -237,7 +237,7 @@ impl Fin {
 /// `p` as a fraction of `u32::MAX`. A positive `p` never rounds to 0, which
 /// would tell the sender "no loss yet" and put it back into slow start.
 fn encode_loss_event_rate(p: f64) -> u32 {
-    if !(p > 0.0) {
+    if p.is_nan() || p <= 0.0 {
         return 0;
     }
     let scaled = (p.min(1.0) * f64::from(u32::MAX)).round();
