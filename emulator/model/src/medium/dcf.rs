@@ -292,7 +292,7 @@ impl<P: Clone> Medium<P> {
 
     /// A frame was decoded at `n`: respond, deliver, or set the NAV.
     pub(super) fn mac_receive(&mut self, n: NodeId, tx: u32, power_mw: f64, sinr: f64, out: &mut Vec<Action<P>>) {
-        let t = self.transmissions[tx as usize].as_ref().expect("live transmission");
+        let t = &self.transmissions[tx as usize];
         let (kind, src, dst, duration, seq, retry) = (t.kind, t.src, t.dst, t.duration, t.seq, t.retry);
         let now = self.now;
         let nn = self.nodes.len();

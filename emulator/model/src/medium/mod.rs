@@ -117,9 +117,10 @@ pub struct LinkInfo {
 enum Event {
     /// The node's own transmission ends.
     TxEnd { node: u32 },
-    /// A transmission starts arriving at `rx`.
-    SignalStart { rx: u32, tx: u32, power_mw: f64 },
-    SignalEnd { rx: u32, tx: u32 },
+    /// A transmission starts arriving at its next receiver (in arrival order).
+    Arrive { tx: u32 },
+    /// A transmission stops arriving at its next receiver.
+    Depart { tx: u32 },
     /// Backoff countdown (or IFS) done: transmit.
     Access { node: u32, generation: u32 },
     /// CTS or ACK timeout.
@@ -155,7 +156,9 @@ impl Ord for Scheduled {
 }
 
 /// A transmission on the air, shared by its receivers until the last
-/// signal of it has ended.
+/// signal of it has ended. Its arrivals are walked by two cursors, so the
+/// event queue holds one arrival and one departure per transmission, not one
+/// per receiver. Slots are reused (with their arrival lists).
 #[derive(Debug)]
 struct Transmission<P> {
     src: NodeId,
@@ -170,8 +173,21 @@ struct Transmission<P> {
     /// Network-layer bytes (data frames).
     len: u32,
     payload: Option<P>,
-    /// Signal ends still to come, plus one for the transmitter's TxEnd.
+    start: Time,
+    airtime: Time,
+    /// Receivers in order of arrival.
+    arrivals: Vec<Arrival>,
+    next_arrival: usize,
+    next_departure: usize,
+    /// The transmitter's TxEnd, plus one while departures are to come.
     refs: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    rx: u32,
+    power_mw: f64,
+    delay: Time,
 }
 
 /// A receiver a transmitter's signal reaches.
@@ -180,6 +196,7 @@ struct Reach {
     rx: u32,
     /// Median power, link extra loss and per-link shadowing included.
     power_dbm: f64,
+    power_mw: f64,
     delay: Time,
 }
 
@@ -307,7 +324,7 @@ pub struct Medium<P: Clone> {
     events: BinaryHeap<Reverse<Scheduled>>,
     next_seq: u64,
     events_processed: u64,
-    transmissions: Vec<Option<Transmission<P>>>,
+    transmissions: Vec<Transmission<P>>,
     free_transmissions: Vec<u32>,
     /// Per transmitter, who its signals reach; valid while nobody moves and
     /// no radio or link changes.
@@ -478,16 +495,16 @@ impl<P: Clone> Medium<P> {
             let Reverse(s) = self.events.pop().expect("peeked");
             self.now = s.time;
             self.events_processed += 1;
-            self.handle(s.event, out);
+            self.handle(s.event, until, out);
         }
         self.now = self.now.max(until);
     }
 
-    fn handle(&mut self, event: Event, out: &mut Vec<Action<P>>) {
+    fn handle(&mut self, event: Event, until: Time, out: &mut Vec<Action<P>>) {
         match event {
             Event::TxEnd { node } => self.tx_end(node as NodeId, out),
-            Event::SignalStart { rx, tx, power_mw } => self.signal_start(rx as NodeId, tx, power_mw, out),
-            Event::SignalEnd { rx, tx } => self.signal_end(rx as NodeId, tx, out),
+            Event::Arrive { tx } => self.walk_receivers(tx, Cursor::Arrival, until, out),
+            Event::Depart { tx } => self.walk_receivers(tx, Cursor::Departure, until, out),
             Event::Access { node, generation } => {
                 if self.nodes[node as usize].access_generation == generation {
                     self.access(node as NodeId, out);
@@ -634,9 +651,10 @@ impl<P: Clone> Medium<P> {
             // With a new draw per frame, anyone may be reached: keep them all.
             if per_frame || p >= self.nodes[rx].radio.cfg.interference_floor_dbm {
                 let delay = phy::propagation_delay_ns(phy::distance(pos[src], pos[rx]));
-                out.push(Reach { rx: rx as u32, power_dbm: p, delay });
+                out.push(Reach { rx: rx as u32, power_dbm: p, power_mw: phy::dbm_to_mw(p), delay });
             }
         }
+        out.sort_by_key(|r| (r.delay, r.rx));
     }
 
     /// Brings mobility up to now; rebuilds the reach cache when everybody
@@ -688,7 +706,23 @@ impl<P: Clone> Medium<P> {
         let id = match self.free_transmissions.pop() {
             Some(id) => id,
             None => {
-                self.transmissions.push(None);
+                self.transmissions.push(Transmission {
+                    src,
+                    kind,
+                    dst,
+                    seq,
+                    retry,
+                    duration,
+                    bytes,
+                    len,
+                    payload: None,
+                    start: now,
+                    airtime,
+                    arrivals: Vec::new(),
+                    next_arrival: 0,
+                    next_departure: 0,
+                    refs: 0,
+                });
                 (self.transmissions.len() - 1) as u32
             }
         };
@@ -703,43 +737,95 @@ impl<P: Clone> Medium<P> {
         self.schedule(now + airtime, Event::TxEnd { node: src as u32 });
         self.update_carrier(src, out);
 
-        let mut reach = std::mem::take(&mut self.scratch_reach);
-        if self.refresh_reach() {
-            reach.clear();
-            reach.extend_from_slice(&self.reach[src]);
-        } else {
+        let mut arrivals = std::mem::take(&mut self.transmissions[id as usize].arrivals);
+        arrivals.clear();
+        let mut computed = std::mem::take(&mut self.scratch_reach);
+        let cached = self.refresh_reach();
+        if !cached {
             let pos: Vec<[f64; 3]> = self.nodes.iter().map(|n| n.mobility.position(now)).collect();
-            self.compute_reach(src, &pos, &mut reach);
+            self.compute_reach(src, &pos, &mut computed);
         }
-        let per_frame_sigma = match self.nodes[src].radio.cfg.propagation {
-            Propagation::Shadowing { sigma_db, per: ShadowingPer::Frame, .. } => Some(sigma_db),
-            _ => None,
+        let reach = if cached { &self.reach[src] } else { &computed };
+        match self.nodes[src].radio.cfg.propagation {
+            Propagation::Shadowing { sigma_db, per: ShadowingPer::Frame, .. } => {
+                for r in reach {
+                    let z: f64 = self.nodes[src].shadowing_rng.sample(StandardNormal);
+                    arrivals.push(Arrival { rx: r.rx, power_mw: phy::dbm_to_mw(r.power_dbm + sigma_db * z), delay: r.delay });
+                }
+                let nodes = &self.nodes;
+                arrivals.retain(|a| a.power_mw >= nodes[a.rx as usize].radio.floor_mw);
+            }
+            _ => arrivals.extend(reach.iter().map(|r| Arrival { rx: r.rx, power_mw: r.power_mw, delay: r.delay })),
+        }
+        self.scratch_reach = computed;
+        if let Some(first) = arrivals.first() {
+            self.schedule(now + first.delay, Event::Arrive { tx: id });
+            self.schedule(now + first.delay + airtime, Event::Depart { tx: id });
+        }
+        let refs = if arrivals.is_empty() { 1 } else { 2 };
+        self.transmissions[id as usize] = Transmission {
+            src,
+            kind,
+            dst,
+            seq,
+            retry,
+            duration,
+            bytes,
+            len,
+            payload,
+            start: now,
+            airtime,
+            arrivals,
+            next_arrival: 0,
+            next_departure: 0,
+            refs,
         };
-        let mut refs = 1;
-        for r in &reach {
-            let mut power_dbm = r.power_dbm;
-            if let Some(sigma) = per_frame_sigma {
-                let z: f64 = self.nodes[src].shadowing_rng.sample(StandardNormal);
-                power_dbm += sigma * z;
-            }
-            let power_mw = phy::dbm_to_mw(power_dbm);
-            if power_mw < self.nodes[r.rx as usize].radio.floor_mw {
-                continue;
-            }
-            refs += 1;
-            self.schedule(now + r.delay, Event::SignalStart { rx: r.rx, tx: id, power_mw });
-            self.schedule(now + r.delay + airtime, Event::SignalEnd { rx: r.rx, tx: id });
-        }
-        self.scratch_reach = reach;
-        self.transmissions[id as usize] = Some(Transmission { src, kind, dst, seq, retry, duration, bytes, len, payload, refs });
     }
 
-    /// Drops one reference to a transmission; frees it after the last.
+    /// Starts or ends the signal of transmission `tx` at its next receivers:
+    /// one, then more while the next one is due before any other event (and
+    /// by `until`); otherwise the cursor's event is scheduled again.
+    fn walk_receivers(&mut self, tx: u32, cursor: Cursor, until: Time, out: &mut Vec<Action<P>>) {
+        loop {
+            let t = &mut self.transmissions[tx as usize];
+            let (index, offset) = match cursor {
+                Cursor::Arrival => (&mut t.next_arrival, t.start),
+                Cursor::Departure => (&mut t.next_departure, t.start + t.airtime),
+            };
+            let a = t.arrivals[*index];
+            *index += 1;
+            let next = t.arrivals.get(*index).map(|b| offset + b.delay);
+            match cursor {
+                Cursor::Arrival => self.signal_start(a.rx as NodeId, tx, a.power_mw, out),
+                Cursor::Departure => self.signal_end(a.rx as NodeId, tx, out),
+            }
+            let Some(at) = next else {
+                if cursor == Cursor::Departure {
+                    self.release(tx);
+                }
+                return;
+            };
+            let first = self.events.peek().is_none_or(|Reverse(s)| at < s.time);
+            if at <= until && first {
+                self.now = at;
+                self.events_processed += 1;
+            } else {
+                let event = match cursor {
+                    Cursor::Arrival => Event::Arrive { tx },
+                    Cursor::Departure => Event::Depart { tx },
+                };
+                self.schedule(at, event);
+                return;
+            }
+        }
+    }
+
+    /// Drops one reference to a transmission; frees its slot after the last.
     fn release(&mut self, id: u32) {
-        let t = self.transmissions[id as usize].as_mut().expect("live transmission");
+        let t = &mut self.transmissions[id as usize];
         t.refs -= 1;
         if t.refs == 0 {
-            self.transmissions[id as usize] = None;
+            t.payload = None;
             self.free_transmissions.push(id);
         }
     }
@@ -753,6 +839,12 @@ impl<P: Clone> Medium<P> {
         self.update_carrier(n, out);
         self.kick(n, out);
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cursor {
+    Arrival,
+    Departure,
 }
 
 fn pair_key(a: NodeId, b: NodeId) -> (NodeId, NodeId) {

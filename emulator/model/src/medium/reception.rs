@@ -61,7 +61,6 @@ impl<P: Clone> Medium<P> {
         if let Some(RxResult::Decoded { min_sinr, power_mw }) = result {
             self.mac_receive(n, tx, power_mw, min_sinr, out);
         }
-        self.release(tx);
         if result.is_some() {
             self.after_reception(n, out);
         }
@@ -72,7 +71,7 @@ impl<P: Clone> Medium<P> {
     /// Decides a locked reception at its end: weak, collided, bit errors, or
     /// decoded. Failures make the next idle period start with EIFS.
     fn finish_reception(&mut self, n: NodeId, tx: u32, lock: Lock) -> RxResult {
-        let t: &Transmission<P> = self.transmissions[tx as usize].as_ref().expect("live transmission");
+        let t: &Transmission<P> = &self.transmissions[tx as usize];
         let (src, bits) = (t.src, 8.0 * t.bytes as f64);
         let ber = self.links.get(&super::pair_key(src, n)).and_then(|l| l.bit_error_rate).unwrap_or(self.nodes[n].radio.cfg.bit_error_rate);
         let node = &mut self.nodes[n];
@@ -99,7 +98,7 @@ impl<P: Clone> Medium<P> {
 
     /// Hands a decoded data frame up (`Action::Deliver`) and counts it.
     pub(super) fn deliver(&mut self, n: NodeId, tx: u32, power_mw: f64, sinr: f64, overheard: bool, out: &mut Vec<Action<P>>) {
-        let t = self.transmissions[tx as usize].as_ref().expect("live transmission");
+        let t = &self.transmissions[tx as usize];
         let Some(payload) = t.payload.clone() else { return };
         let (from, len) = (t.src, t.len);
         let rx_power_dbm = phy::mw_to_dbm(power_mw);
