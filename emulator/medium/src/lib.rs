@@ -3,6 +3,12 @@
 //! time and TAP devices in network namespaces (`tap`).
 
 pub mod bringup;
+pub mod config;
+pub mod control;
+pub mod frame;
+pub mod lateness;
 pub mod netlink;
 pub mod netns;
+pub mod pcap;
 pub mod routes;
+pub mod tap;
