@@ -49,18 +49,22 @@
 //! On each feedback after slow start:
 //! 1. `X` is TFRC's allowed rate (RFC 5348 §4.3 step 4, so it already
 //!    includes the receive-rate limit).
-//! 2. `r_opt = max(r(N), min RTT over a sliding window)`. The window holds
-//!    the *smoothed* RTT (`r_cur`) of the last [`ReConfig::rtt_window`]
-//!    (default 10 s). Raw samples scatter below their mean, so a minimum of
-//!    raw samples sits systematically under `r_cur` and would read as a
-//!    permanent overload.
+//! 2. `r_opt = max(r(N), min RTT over a sliding window)`; the window holds
+//!    the RTT samples of the last [`ReConfig::rtt_window`] (default 10 s).
 //! 3. `p' = f̄(r_opt, R)`, R = X_recv of the feedback.
-//! 4. `R' = min(X, f(r_cur, p'))`.
+//! 4. `R' = min(X, f(r_cur, p'))`. `r_cur` is the latest RTT sample, as
+//!    ns-2's `rttcur_` beside the smoothed `rtt_`: the smoothed RTT (weight
+//!    0.9 on history) still shows a queue many RTTs after it has drained,
+//!    and a controller reading it keeps cutting the rate — in a simulated
+//!    drop-tail bottleneck that halved the throughput. Because the equation
+//!    is inversely proportional to the RTT (t_RTO = 4R), `R'` is exactly
+//!    `X_recv·r_opt/r_cur`: RE-TFRC scales the receive rate by how far the
+//!    RTT exceeds its optimum.
 //! 5. The paper writes "if rate_cur > R' decrease_rate() else
 //!    increase_rate(p')", the names of ns-2's TFRC, on which it was built:
 //!    ns-2's `decrease_rate` sets the rate to the target at once and its
 //!    `increase_rate` adds `s/R` per RTT (times the RTTs since the last change,
-//!    at most 2) without going over the target — TCP's additive increase, the
+//!    at most 2; R the smoothed RTT) without going over the target — TCP's additive increase, the
 //!    "incremental" change; its argument is unused. We do the same, with one
 //!    change to the comparison: we compare `R'` with the *receive* rate
 //!    `X_recv`, less a tolerance ([`ReConfig::tolerance`], default 10 %).
@@ -420,7 +424,9 @@ pub struct ReInputs {
     pub now: Duration,
     /// Segment size `s`, bytes.
     pub segment_size: f64,
-    /// `r_cur`: the sender's smoothed RTT.
+    /// `r_cur`: the RTT sample of this feedback.
+    pub rtt_sample: Duration,
+    /// The sender's smoothed RTT R (paces the additive increase).
     pub rtt: Duration,
     /// TFRC's allowed rate X, bytes/s.
     pub x: f64,
@@ -486,9 +492,9 @@ impl RateEstimator {
         self.rate
     }
 
-    /// Records the smoothed RTT after every feedback, in slow start too.
-    pub fn observe_rtt(&mut self, now: Duration, rtt: Duration) {
-        self.window.push(now, rtt);
+    /// Records the RTT sample of every feedback, in slow start too.
+    pub fn observe_rtt(&mut self, now: Duration, sample: Duration) {
+        self.window.push(now, sample);
     }
 
     fn hops(&self, reported: u8) -> Option<u8> {
@@ -516,10 +522,10 @@ impl RateEstimator {
         let s = input.segment_size;
         let hops = self.hops(input.reported_hops);
         let r_model = hops.map(|n| self.model_rtt(n));
-        let r_window_min = self.window.min().unwrap_or(input.rtt);
+        let r_window_min = self.window.min().unwrap_or(input.rtt_sample);
         let r_opt = r_model.map_or(r_window_min, |r| r.max(r_window_min));
         let p_prime = equation::loss_event_rate_for(s, r_opt, input.x_recv);
-        let target = equation::throughput(s, input.rtt, p_prime).min(input.x);
+        let target = equation::throughput(s, input.rtt_sample, p_prime).min(input.x);
         let floor = s / MAX_BACKOFF_INTERVAL.as_secs_f64();
         let (decision, rate) = match self.rate {
             None => (ReDecision::Enter, input.x),
@@ -670,6 +676,7 @@ mod tests {
         ReInputs {
             now: Duration::from_millis(now_ms),
             segment_size: 1000.0,
+            rtt_sample: Duration::from_millis(rtt_ms),
             rtt: Duration::from_millis(rtt_ms),
             x,
             x_recv,

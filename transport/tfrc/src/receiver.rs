@@ -270,6 +270,7 @@ impl Receiver {
             // §6.2: no data since the last feedback, no feedback; the timer
             // restarts with the next data packet.
             self.feedback_timer = None;
+            self.feedback_now = false;
             return None;
         }
         Some(self.make_feedback(now, 0))

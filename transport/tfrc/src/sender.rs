@@ -363,11 +363,12 @@ impl Sender {
 
         let re = match &mut self.re {
             Some(re) => {
-                re.observe_rtt(now, rtt);
+                re.observe_rtt(now, sample);
                 (self.p > 0.0).then(|| {
                     re.on_feedback(ReInputs {
                         now,
                         segment_size: self.s,
+                        rtt_sample: sample,
                         rtt,
                         x: self.x,
                         x_recv,
