@@ -24,7 +24,7 @@ enum Path {
     /// Straight lines between knots; the first is held before its time, the
     /// last after.
     Knots(Vec<Knot>),
-    RandomWaypoint(RandomWaypoint),
+    RandomWaypoint(Box<RandomWaypoint>),
 }
 
 #[derive(Debug, Clone)]
@@ -75,7 +75,7 @@ impl Mobility {
                     knots: Vec::new(),
                 };
                 rwp.start(*steady_state);
-                Path::RandomWaypoint(rwp)
+                Path::RandomWaypoint(Box::new(rwp))
             }
         };
         Mobility { path, paused_at: None, paused_total: 0 }

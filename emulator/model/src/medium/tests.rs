@@ -109,7 +109,7 @@ fn frame_arriving_before_difs_elapsed_backs_off_in_whole_slots_after_difs() {
     m.advance(100 * MS, &mut out);
     let (t0, _, _) = air(&out)[0];
     let difs = m.nodes[0].radio.timings.difs;
-    assert!(t0 >= difs && (t0 - difs) % r.slot_ns == 0, "sent at {t0}");
+    assert!(t0 >= difs && (t0 - difs).is_multiple_of(r.slot_ns), "sent at {t0}");
     assert!((t0 - difs) / r.slot_ns <= r.cw_min as u64);
     assert_eq!(m.stats(0).backoffs, 2, "the access backoff and the post-backoff");
 }
@@ -166,10 +166,10 @@ fn undecodable_reception_makes_the_next_access_wait_eifs() {
     let t = MacTimings::new(&r);
     let (after_weak, stats) = run(400.0);
     assert_eq!(stats.rx_weak, 1);
-    assert!(after_weak >= t.eifs && (after_weak - t.eifs) % r.slot_ns == 0, "{after_weak}");
+    assert!(after_weak >= t.eifs && (after_weak - t.eifs).is_multiple_of(r.slot_ns), "{after_weak}");
     let (after_good, stats) = run(200.0);
     assert_eq!(stats.rx_frames, 1);
-    assert!(after_good >= t.difs && (after_good - t.difs) % r.slot_ns == 0, "{after_good}");
+    assert!(after_good >= t.difs && (after_good - t.difs).is_multiple_of(r.slot_ns), "{after_good}");
     // Same backoff draw (same seed and node): the gap differs by EIFS - DIFS.
     assert_eq!(after_weak - after_good, t.eifs - t.difs);
 }
@@ -460,4 +460,27 @@ fn stats_of_changed_nodes_are_reported_once() {
     touched.clear();
     m.take_touched(&mut touched);
     assert!(touched.is_empty());
+}
+
+#[test]
+fn moving_node_is_heard_until_it_leaves_receive_range() {
+    // Node 1 walks from 100 m to 400 m over 30 s; node 0 broadcasts every
+    // second. Receive range is 250 m: reached at 15 s.
+    let r = wavelan();
+    let mut cfg = config(&[0.0, 100.0], &r);
+    cfg.nodes[1].mobility = MobilityConfig::Waypoints {
+        points: vec![
+            crate::config::Waypoint { t_ns: 0, position: [100.0, 0.0, 0.0] },
+            crate::config::Waypoint { t_ns: 30_000 * MS, position: [400.0, 0.0, 0.0] },
+        ],
+    };
+    let mut m = medium(cfg);
+    let mut out = Vec::new();
+    for s in 0..30 {
+        m.send(s * 1000 * MS + 100 * MS, 0, broadcast(s as u32), &mut out);
+    }
+    m.advance(31_000 * MS, &mut out);
+    let got: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
+    assert_eq!(got, (0..15).collect::<Vec<u32>>());
+    assert_eq!(m.position(1, 20_000 * MS), [300.0, 0.0, 0.0]);
 }
