@@ -271,7 +271,7 @@ fn bad_configurations_are_refused_with_the_field_named() {
     config["nodes"][1]["prefix_len"] = json!(40);
     let path = dir.join("lab.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let out = Command::new(MEDIUM).arg("tap").arg("--config").arg(&path).output().unwrap();
+    let out = Command::new(medium_program()).arg("tap").arg("--config").arg(&path).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -11,7 +11,20 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-pub const MEDIUM: &str = env!("CARGO_BIN_EXE_meshemu-medium");
+/// The `meshemu-medium` binary: cargo's for tests; for examples the one next
+/// to the examples directory (build it first).
+pub fn medium_program() -> PathBuf {
+    match option_env!("CARGO_BIN_EXE_meshemu-medium") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let exe = std::env::current_exe().expect("own path");
+            let release = exe.parent().and_then(Path::parent).expect("target/<profile>/examples/");
+            let program = release.join("meshemu-medium");
+            assert!(program.exists(), "{} not found: cargo build --release -p meshemu-medium", program.display());
+            program
+        }
+    }
+}
 
 /// Whether we may create namespaces; prints why a test is skipped if not.
 pub fn have_root(test: &str) -> bool {
@@ -102,7 +115,7 @@ impl LabGuard {
         std::fs::create_dir_all(&run_dir).unwrap();
         let config_path = run_dir.join("lab.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
-        let mut child = Command::new(MEDIUM)
+        let mut child = Command::new(medium_program())
             .arg("tap")
             .arg("--config")
             .arg(&config_path)
