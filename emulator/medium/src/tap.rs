@@ -402,6 +402,7 @@ impl Driver {
                     TOKEN_TIMER => {
                         let mut expirations = [0u8; 8];
                         let _ = nix::unistd::read(self.timer.as_fd(), &mut expirations);
+                        self.armed = None; // spent: arm again whatever comes next
                     }
                     TOKEN_SIGNAL => {
                         if let Ok(Some(info)) = self.signals.read_signal() {
