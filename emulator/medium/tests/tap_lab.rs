@@ -133,6 +133,25 @@ fn control_socket_answers_requests_and_explains_bad_ones() {
     assert_eq!(control.request(json!({"op": "set_radio", "node": "n1", "radio": {"cw_min": 15}}))["ok"], true);
     // Still serving after all that.
     assert_eq!(control.request(json!({"op": "status"}))["ok"], true);
+
+    // Past the file mode (opened up here), a peer that is not root is refused.
+    let python = Path::new("/usr/bin/python3");
+    if python.exists() && Command::new("setpriv").arg("--version").output().is_ok() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(guard.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
+        let script = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\nprint(s.makefile().readline())";
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(python)
+            .args(["-c", script])
+            .arg(guard.socket())
+            .output()
+            .unwrap();
+        let reply = String::from_utf8_lossy(&out.stdout);
+        assert!(reply.contains("serves root only"), "{reply} {}", String::from_utf8_lossy(&out.stderr));
+    } else {
+        println!("not testing the SO_PEERCRED check: needs setpriv and /usr/bin/python3");
+    }
 }
 
 #[test]
