@@ -139,7 +139,7 @@ fn control_socket_answers_requests_and_explains_bad_ones() {
     if python.exists() && Command::new("setpriv").arg("--version").output().is_ok() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(guard.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
-        let script = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\nprint(s.makefile().readline())";
+        let script = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.settimeout(5)\ns.connect(sys.argv[1])\nprint(s.makefile().readline())";
         let out = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(python)
