@@ -34,10 +34,17 @@ MAX_FLOW_COLUMNS = 6
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # Everything after the first "--" is the command of `exec`, options included.
+    command = argv[argv.index("--") + 1:] if "--" in argv else None
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    if command is not None:
+        if args.handler is not _exec:
+            parser.error("only exec takes a command after --")
+        args.argv += command
     try:
         return args.handler(args) or 0
     except ConfigError as exc:
@@ -77,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = command("exec", _exec, "run a command in a node: meshemu exec n0 -- ping -c 3 n7")
     sub.add_argument("node", metavar="NODE")
     sub.add_argument("--lab", metavar="LAB")
-    sub.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    sub.add_argument("argv", nargs="*", metavar="-- CMD", help="the command and its arguments, after --")
 
     sub = command("shell", _shell, "an interactive shell in a node ($SHELL or /bin/bash)")
     sub.add_argument("node", metavar="NODE")
@@ -231,11 +238,10 @@ def _status_all() -> int:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    if not argv:
+    if not args.argv:
         raise MeshemuError("give the command after --, e.g. meshemu exec n0 -- ping -c 3 n7")
     node = Lab.attach(args.lab)[args.node]
-    command = node.command(argv)
+    command = node.command(args.argv)
     os.execvp(command[0], command)
 
 
