@@ -62,13 +62,7 @@ const MAX_SPIN_NS: u64 = 1_000_000;
 /// The TAP driver's MTU range.
 const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65521;
 
-/// Reads `path` (`-` for stdin) as JSON into `T`; errors name the source and
-/// the field path.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, anyhow::Error> {
-    let text = read_input(path)?;
-    parse_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", display_source(path)))
-}
-
+/// The text of `path`, `-` for stdin.
 pub fn read_input(path: &Path) -> Result<String, anyhow::Error> {
     let mut text = String::new();
     if path == Path::new("-") {
@@ -207,7 +201,7 @@ pub(crate) mod tests {
     }
 
     fn error_of(config: Value) -> String {
-        LabConfig::from_json(&config.to_string()).err().expect("config should be refused").to_string()
+        LabConfig::from_json(&config.to_string()).expect_err("config should be refused").to_string()
     }
 
     #[test]

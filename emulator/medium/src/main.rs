@@ -1,7 +1,7 @@
 //! `meshemu-medium`: the process that runs the meshemu medium model
 //! (emulator/README.md sections 2–6).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -38,7 +38,7 @@ enum Command {
     },
 }
 
-fn links(path: &PathBuf) -> anyhow::Result<()> {
+fn links(path: &Path) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let medium_config = MediumConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
     let medium = Medium::<()>::new(medium_config).context("medium")?;
@@ -47,7 +47,7 @@ fn links(path: &PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn sim(path: &PathBuf) -> anyhow::Result<()> {
+fn sim(path: &Path) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let source = config::display_source(path);
     let scenario = Scenario::from_json(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
@@ -56,7 +56,7 @@ fn sim(path: &PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn tap(path: &PathBuf) -> anyhow::Result<()> {
+fn tap(path: &Path) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let lab = LabConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
     meshemu_medium::tap::run(lab)

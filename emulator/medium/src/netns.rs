@@ -46,12 +46,6 @@ pub struct NetnsMount {
     path: PathBuf,
 }
 
-impl NetnsMount {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
 impl Drop for NetnsMount {
     fn drop(&mut self) {
         if let Err(e) = umount2(&self.path, MntFlags::MNT_DETACH) {
@@ -71,7 +65,7 @@ pub fn create_named_netns(name: &str) -> io::Result<NetnsMount> {
         .read(true)
         .write(true)
         .create_new(true)
-        .mode(0)
+        .mode(0o000)
         .open(&path)
         .map_err(|e| {
             if e.kind() == io::ErrorKind::AlreadyExists {

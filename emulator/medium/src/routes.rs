@@ -22,13 +22,9 @@ pub fn next_hops(node_count: usize, in_rx_range: &[(usize, usize)]) -> Vec<Vec<O
     let mut table = vec![vec![None; node_count]; node_count];
     for destination in 0..node_count {
         let hops = hop_counts(&neighbours, destination);
-        for source in 0..node_count {
-            let Some(h) = hops[source] else { continue };
-            if h == 0 {
-                continue;
-            }
-            table[source][destination] =
-                neighbours[source].iter().copied().find(|&n| hops[n] == Some(h - 1));
+        for (source, row) in table.iter_mut().enumerate() {
+            let Some(h) = hops[source].filter(|&h| h > 0) else { continue };
+            row[destination] = neighbours[source].iter().copied().find(|&n| hops[n] == Some(h - 1));
         }
     }
     table

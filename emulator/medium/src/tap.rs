@@ -157,10 +157,6 @@ impl Lab {
             links_at_start,
         })
     }
-
-    pub fn namespaces(&self) -> &Namespaces {
-        &self.namespaces
-    }
 }
 
 fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {

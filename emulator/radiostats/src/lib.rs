@@ -307,7 +307,7 @@ impl RadioStats {
         // SAFETY: the medium never truncates a page it created (see Writer::create).
         let map = unsafe { Mmap::map(&file) }.map_err(io_error(path))?;
         let bad = |problem: String| Error::Format { path: path.to_path_buf(), problem };
-        if map.len() < HEADER_SIZE || map.len() % WORD != 0 {
+        if map.len() < HEADER_SIZE || !map.len().is_multiple_of(WORD) {
             return Err(bad(format!("size {} bytes", map.len())));
         }
         let mut header = Header::default();
@@ -322,7 +322,7 @@ impl RadioStats {
             return Err(bad(format!("version {}, this reader knows {VERSION}", header.version)));
         }
         let header_size = header.header_size as usize;
-        if header_size < HEADER_SIZE || header_size % WORD != 0 {
+        if header_size < HEADER_SIZE || !header_size.is_multiple_of(WORD) {
             return Err(bad(format!("header size {header_size}")));
         }
         let needed = header_size + COUNTERS_SIZE + header.peer_count as usize * PEER_SIZE;
