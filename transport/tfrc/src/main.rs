@@ -101,9 +101,10 @@ impl Output {
     fn json_sink(&self) -> Result<Option<JsonSink>> {
         let sink: Box<dyn Write> = match &self.json {
             None => return Ok(None),
-            Some(JsonOut::Stdout) => Box::new(io::stdout()),
+            Some(JsonOut::Stdout) => Box::new(io::BufWriter::new(io::stdout())),
             Some(JsonOut::File(path)) => {
-                Box::new(File::create(path).with_context(|| format!("cannot create JSON output {}", path.display()))?)
+                let file = File::create(path).with_context(|| format!("cannot create JSON output {}", path.display()))?;
+                Box::new(io::BufWriter::new(file))
             }
         };
         Ok(Some(JsonSink(sink)))

@@ -175,6 +175,8 @@ pub struct Sender {
     nofeedback_deadline: Duration,
     nofeedback_set_at: Duration,
     last_send: Option<Duration>,
+    /// The schedule slot of the last packet: it left at or after it.
+    last_slot: Option<Duration>,
     next_send: Duration,
     /// The application was told to wait since the last feedback.
     rate_limited: bool,
@@ -212,6 +214,7 @@ impl Sender {
             nofeedback_deadline: now + INITIAL_NOFEEDBACK,
             nofeedback_set_at: now,
             last_send: None,
+            last_slot: None,
             next_send: now,
             rate_limited: false,
             last_echo_us: None,
@@ -265,10 +268,12 @@ impl Sender {
     }
 
     /// After a rate change the next packet is due one new interval after
-    /// the last (RFC 5348 §4.6).
+    /// the last (RFC 5348 §4.6). Counting from the last packet's slot, not
+    /// from when it actually left, keeps timer lateness from adding up when
+    /// feedback comes as often as packets do.
     fn reschedule(&mut self) {
-        if let Some(last) = self.last_send {
-            self.next_send = last + self.inter_packet_interval();
+        if let Some(slot) = self.last_slot {
+            self.next_send = slot + self.inter_packet_interval();
         }
     }
 
@@ -290,7 +295,9 @@ impl Sender {
         self.stats.bytes += self.config.packet_size as u64;
         self.first_send.get_or_insert(now);
         self.last_send = Some(now);
-        self.next_send = self.next_send.max(now.saturating_sub(MAX_PACING_CREDIT)) + self.inter_packet_interval();
+        let slot = self.next_send.max(now.saturating_sub(MAX_PACING_CREDIT));
+        self.last_slot = Some(slot);
+        self.next_send = slot + self.inter_packet_interval();
         Transmit::Send(header)
     }
 
@@ -419,8 +426,11 @@ impl Sender {
         }
     }
 
+    /// RTO = max(4R, 2s/X) (RFC 5348 §4.3 step 3), with X the rate the
+    /// sender paces at: under a cap or the RE rate, packets — and so
+    /// feedback — come less often than X alone would have them.
     fn arm_nofeedback(&mut self, now: Duration) {
-        let two_packets = Duration::from_secs_f64(2.0 * self.s / self.x);
+        let two_packets = Duration::from_secs_f64(2.0 * self.s / self.sending_rate());
         let timeout = match self.rtt {
             Some(r) => (r * 4).max(two_packets),
             None => INITIAL_NOFEEDBACK.max(two_packets),
@@ -624,6 +634,41 @@ mod tests {
             count += drain(&mut tx, ms(t)).len();
         }
         assert!((19..=21).contains(&count), "{count}");
+    }
+
+    #[test]
+    fn nofeedback_timer_waits_for_two_packets_at_the_capped_rate() {
+        // R = 100 µs but the cap allows a packet only every 100 ms: the timer
+        // must not fire between packets (4R would be 400 µs).
+        let config = SenderConfig { session: SESSION, packet_size: 1000, max_rate: Some(10_000.0), re: None };
+        let mut tx = Sender::new(config, ms(0)).unwrap();
+        let first = drain(&mut tx, ms(0))[0];
+        tx.on_feedback(Duration::from_micros(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        assert_eq!(tx.poll_timeout(), Duration::from_micros(100) + ms(200));
+    }
+
+    #[test]
+    fn late_wakeups_do_not_slow_the_pacing_down() {
+        // Packets every 10 ms; the application always wakes 0.5 ms late (less
+        // than the catch-up credit) and feedback arrives after every packet.
+        // Over 10 s: 1000 packets (restarting the schedule from the late
+        // send times would give 10/10.5 of that, 952).
+        let config = SenderConfig { session: SESSION, packet_size: 1000, max_rate: Some(100_000.0), re: None };
+        let mut tx = Sender::new(config, ms(0)).unwrap();
+        let first = drain(&mut tx, ms(0))[0];
+        tx.on_feedback(ms(1), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        let mut now = ms(1);
+        let mut sent = 0;
+        while now < ms(10_001) {
+            match tx.poll_transmit(now) {
+                Transmit::Send(h) => {
+                    sent += 1;
+                    tx.on_feedback(now, &feedback(&h, Duration::ZERO, 100_000.0, 0.0)).unwrap();
+                }
+                Transmit::Wait(at) => now = at + Duration::from_micros(500),
+            }
+        }
+        assert!((999..=1001).contains(&sent), "{sent} packets");
     }
 
     #[test]
