@@ -121,11 +121,17 @@ impl Lab {
 
         let nodes_dir = config.run_dir.join("nodes");
         let n = config.nodes.len();
+        let macs: Vec<[u8; 6]> = config.medium.nodes.iter().map(|node| node.mac_address.0).collect();
+        let mut peers = vec![PeerEntry::default(); n];
         let mut pages = Vec::with_capacity(n);
         for (i, node) in config.medium.nodes.iter().enumerate() {
             let dir = nodes_dir.join(&node.name);
             create_dirs(&dir, 0o755)?;
-            pages.push(Writer::create(&dir.join(PAGE_FILE_NAME), i as u32, n as u32)?);
+            let mut page = Writer::create(&dir.join(PAGE_FILE_NAME), i as u32, n as u32)?;
+            // Published once at start, so the peer table has its addresses before any traffic.
+            fill_peers(&medium, i, &macs, &mut peers);
+            page.update(0, &node_counters(medium.stats(i)), &peers);
+            pages.push(page);
         }
         create_dirs(Path::new(BY_NETNS_DIR), 0o755)?;
         let mut by_netns_links = Vec::with_capacity(n);

@@ -83,6 +83,10 @@ fn control_socket_answers_requests_and_explains_bad_ones() {
         return;
     }
     let guard = LabGuard::start(lab_config("mt-ctl", &chain(3, 200.0), "static"));
+    // Pages exist with their peer addresses as soon as the lab is ready.
+    let page = RadioStats::open(&guard.page("n2")).unwrap().read().unwrap();
+    assert_eq!(page.peers[0].mac_address, [2, 0, 0, 0, 0, 1]);
+    assert_eq!(page.peers[2].mac_address, [0; 6], "own entry");
     let mut control = guard.control();
     let mut events = guard.control();
     assert_eq!(events.request(json!({"op": "subscribe", "events": ["rx"]}))["ok"], true);
