@@ -10,9 +10,6 @@ from typing import Any, Callable
 
 import pytest
 
-from meshemu import medium
-from meshemu.errors import MediumError
-
 REPO = Path(__file__).resolve().parent.parent
 TOPOLOGIES = REPO / "topologies"
 
@@ -54,22 +51,6 @@ def range_links(reach_m: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
         return {"nodes": len(nodes), "links": report}
 
     return links
-
-
-def medium_has(subcommand: str) -> bool:
-    """Whether the built meshemu-medium has `subcommand` (it is being written
-    in parallel; CI always has it)."""
-    try:
-        program = medium.find_program()
-    except MediumError:
-        return False
-    result = subprocess.run([str(program), subcommand, "--help"], capture_output=True, text=True, check=False)
-    return result.returncode == 0 and "Usage" in result.stdout
-
-
-needs_links = pytest.mark.skipif(not medium_has("links"), reason="meshemu-medium links is not built yet")
-needs_sim = pytest.mark.skipif(not medium_has("sim"), reason="meshemu-medium sim is not built yet")
-needs_tap = pytest.mark.skipif(not medium_has("tap"), reason="meshemu-medium tap is not built yet")
 
 
 def namespaces() -> set[str]:

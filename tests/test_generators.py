@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from conftest import TOPOLOGIES, needs_links, range_links
+from conftest import TOPOLOGIES, range_links
 from meshemu import medium
 from meshemu.topology import load_topology
 
@@ -99,7 +99,6 @@ def test_static_presets_validate(preset):
     assert topology.name == preset
 
 
-@needs_links
 @pytest.mark.parametrize("preset, count", [("random50", 50), ("random100", 100), ("strip50", 50)])
 def test_random_presets_are_connected_by_the_medium(preset, count):
     topology = load_topology(TOPOLOGIES / f"{preset}.yaml")
@@ -109,7 +108,6 @@ def test_random_presets_are_connected_by_the_medium(preset, count):
     assert positions(topology) == positions(load_topology(TOPOLOGIES / f"{preset}.yaml"))
 
 
-@needs_links
 def test_medium_ranges_match_ns2_wavelan():
     """250 m receive and 550 m carrier-sense range under two-ray ground."""
     topology = load_topology(TOPOLOGIES / "chain7.yaml")

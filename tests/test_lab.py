@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOPOLOGIES, namespaces, needs_tap
+from conftest import TOPOLOGIES, namespaces
 from meshemu import procs
 from meshemu.lab import Lab
 from meshemu.state import BY_NETNS, RUN_ROOT, read_state
 
-pytestmark = [pytest.mark.root, needs_tap]
+pytestmark = pytest.mark.root
 
 CHAIN = "tchain7"
 
@@ -140,6 +140,27 @@ def test_stats_and_move_through_the_cli(chain):
     assert in_node("n0", "ping", "-c", "2", "-W", "1", "n1").returncode != 0  # out of range
     assert meshemu("move", "n1", "200", "0", "--lab", CHAIN).returncode == 0
     assert in_node("n0", "ping", "-c", "2", "-W", "2", "n1").returncode == 0
+
+
+def test_air_capture_through_the_cli(chain, tmp_path):
+    """The medium's capture shows the RTS/CTS/data/ACK exchange of a ping."""
+    pcap = tmp_path / "air.pcap"
+    assert meshemu("capture", "start", str(pcap), "--lab", CHAIN).returncode == 0
+    ping_rtts("n0", "n1", count=1)
+    stop = meshemu("capture", "stop", "--lab", CHAIN)
+    assert stop.returncode == 0, stop.stderr
+    frames = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "wlan.fc.type_subtype"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    subtypes = {int(value, 0) for value in frames}
+    assert {0x1b, 0x1c, 0x1d} <= subtypes  # RTS, CTS, ACK
+    assert 0x20 in subtypes  # data
+
+
+def test_status_lists_nodes_and_lateness(chain):
+    result = meshemu("status", CHAIN)
+    assert result.returncode == 0, result.stderr
+    assert f"{CHAIN}-n7" in result.stdout and "10.0.0.8" in result.stdout
+    assert "lateness of the medium's actions: p50" in result.stdout
 
 
 def test_python_api(chain):

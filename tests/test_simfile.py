@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from conftest import needs_sim
 from meshemu.errors import ConfigError
 from meshemu.simfile import load_sim, run_plan
 
@@ -161,7 +160,6 @@ def test_cli_validate(write):
     assert "Traceback" not in result.stderr
 
 
-@needs_sim
 def test_cli_sim_runs_the_medium(write):
     """Two nodes, one saturated flow: throughput is positive and below the
     2 Mbit/s PHY rate (every frame pays DIFS, backoff, RTS/CTS/ACK)."""

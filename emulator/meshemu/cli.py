@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -212,6 +213,11 @@ def _status(args: argparse.Namespace) -> int:
     for node in lab:
         table.add_row(node.name, node.netns, node.ip, _position_text(positions.get(node.name, node.initial_position)))
     out.print(table)
+    lateness = status.get("lateness") or {}
+    if lateness.get("count"):
+        out.print(f"lateness of the medium's actions: p50 {lateness['p50_ns'] / 1e3:.0f} us, "
+                  f"p99 {lateness['p99_ns'] / 1e3:.0f} us, max {lateness['max_ns'] / 1e3:.0f} us "
+                  f"({lateness['count']} actions)")
     return 0
 
 
@@ -254,11 +260,9 @@ def _shell(args: argparse.Namespace) -> int:
     os.execvpe(command[0], command, environment)
 
 
-# Counters shown by `meshemu stats` (all of them with --json).
-STATS_COLUMNS = [("tx_data_frames", "tx data"), ("tx_broadcast_frames", "tx bcast"), ("rx_frames", "rx"),
-                 ("data_attempts", "data att"), ("rts_attempts", "rts att"), ("retry_drops", "retry drop"),
-                 ("queue_drops", "queue drop"), ("rx_collisions", "collisions"), ("defers", "defers"),
-                 ("queue_len", "queue")]
+# Counters shown by `meshemu stats` (all of them with --json), short titles to fit 80 columns.
+STATS_COLUMNS = [("tx_data_frames", "tx"), ("rx_frames", "rx"), ("data_attempts", "tries"), ("rts_attempts", "rts"),
+                 ("retry_drops", "rdrop"), ("queue_drops", "qdrop"), ("rx_collisions", "coll"), ("defers", "defer")]
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -268,7 +272,10 @@ def _stats(args: argparse.Namespace) -> int:
         print(json.dumps(nodes))
         return 0
     time_ns = lab.status().get("time_ns") or 0
-    table = Table(title=f"lab {lab.name}: radio statistics after {time_ns / 1e9:.1f} s")
+    table = Table(title=f"lab {lab.name}: radio statistics after {time_ns / 1e9:.1f} s", box=box.SIMPLE_HEAD,
+                  caption="tx: unicast frames acknowledged, tries: data transmissions with retries, rdrop/qdrop: "
+                          "dropped at the retry limit / full queue, coll: receptions lost to interference, "
+                          "defer: found the medium busy, busy: share of time the medium was busy")
     table.add_column("node")
     for _, title in STATS_COLUMNS:
         table.add_column(title, justify="right")
