@@ -190,6 +190,17 @@ def test_context_manager_removes_everything(tmp_path):
     assert leftovers("tctx") == []
 
 
+def test_a_failed_bring_up_leaves_nothing(write):
+    """The medium refuses the configuration (a TDMA slot too short for a
+    frame): the error carries its reason and nothing of the lab remains."""
+    file = write("t.yaml", "name: tfail\nmac: {tdma: {slot: 10us}}\ngenerate: {kind: chain, n: 3, spacing: 200m}\n")
+    result = meshemu("up", str(file))
+    assert result.returncode == 1
+    assert "the medium exited with status 1" in result.stderr and "slot_ns" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert leftovers("tfail") == []
+
+
 def test_kill_9_everything_then_cleanup():
     name = "tkill"
     interfaces_before = set(os.listdir("/sys/class/net"))
