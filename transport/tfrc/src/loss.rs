@@ -71,10 +71,18 @@ impl LostRange {
         // rounding so the answer really satisfies the inequality.
         let offset = (time_us - tb as f64) * (sa - sb) as f64 / (ta - tb) as f64;
         let mut seq = if offset < 0.0 { from } else { from.max(sb.saturating_add(offset.floor() as u64)) };
-        while seq <= self.last && self.send_time(seq) <= time_us {
+        loop {
+            if seq > self.last {
+                return None;
+            }
+            if self.send_time(seq) > time_us {
+                return Some(seq);
+            }
+            if seq == self.last {
+                return None;
+            }
             seq += 1;
         }
-        (seq <= self.last).then_some(seq)
     }
 }
 
@@ -240,7 +248,7 @@ impl LossHistory {
     fn start_event(&mut self, seq: u64, send_time_us: f64, first_interval: &mut impl FnMut() -> f64) {
         let closed = match self.current_event {
             None => first_interval().max(1.0),
-            Some((start, _)) => (seq - start) as f64,
+            Some((start, _)) => seq.saturating_sub(start) as f64,
         };
         if self.discounting && self.current_event.is_some() {
             // The discount in force when the interval closes stays with the
@@ -425,6 +433,20 @@ mod tests {
         assert_eq!(h.on_lost_range(&near, 5_000.0, || 50.0), 0);
         let far = LostRange { first: 30, last: 30, before: (29, 29_000), after: (31, 31_000) };
         assert_eq!(h.on_lost_range(&far, 5_000.0, || 50.0), 1);
+    }
+
+    #[test]
+    fn ranges_at_the_end_of_the_sequence_space() {
+        let top = LostRange { first: u64::MAX - 2, last: u64::MAX - 1, before: (u64::MAX - 3, 0), after: (u64::MAX, 30) };
+        assert_eq!(top.first_sent_after(u64::MAX - 2, 1e9), None);
+        assert_eq!(top.first_sent_after(u64::MAX - 2, 15.0), Some(u64::MAX - 1));
+        let mut d = LossDetector::default();
+        let mut lost = Vec::new();
+        for seq in [u64::MAX - 5, u64::MAX - 3, u64::MAX - 2, u64::MAX - 1, u64::MAX] {
+            d.on_arrival(seq, 0, &mut lost);
+        }
+        assert_eq!(lost.len(), 1);
+        assert_eq!(d.on_arrival(u64::MAX, 0, &mut lost), Arrival::Duplicate);
     }
 
     #[test]
