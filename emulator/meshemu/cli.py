@@ -173,10 +173,9 @@ def _lab_dir(name: str | None) -> tuple[str, Path]:
         if len(names) > 1:
             raise LabError(f"several labs are up ({', '.join(names)}): name one")
         name = names[0]
-    run_dir = run_dir_of(name)
-    if not run_dir.is_dir():
+    if name not in lab_names():
         raise LabError(f"no lab named {name!r} (labs: {', '.join(lab_names()) or 'none'})")
-    return name, run_dir
+    return name, run_dir_of(name)
 
 
 def _down(args: argparse.Namespace) -> int:

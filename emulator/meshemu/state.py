@@ -95,10 +95,11 @@ def run_dir_of(lab: str) -> Path:
 
 
 def lab_names() -> list[str]:
-    """Labs with a run directory (running or left over)."""
+    """Labs with a state file (running or left over). Other directories under
+    /run/meshemu are not labs of ours (e.g. the medium's own benchmarks)."""
     if not RUN_ROOT.is_dir():
         return []
-    return sorted(entry.name for entry in RUN_ROOT.iterdir() if entry.is_dir() and entry != BY_NETNS)
+    return sorted(entry.name for entry in RUN_ROOT.iterdir() if (entry / STATE_FILE).is_file())
 
 
 def read_state(run_dir: Path) -> LabState:

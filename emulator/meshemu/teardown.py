@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import procs
 from .errors import LabError
-from .state import BY_NETNS, RUN_ROOT, LabState, read_state
+from .state import BY_NETNS, RUN_ROOT, STATE_FILE, LabState, read_state
 
 NETNS_DIR = Path("/run/netns")
 NODE_PROCESS_GRACE = 1.0  # seconds between SIGTERM and SIGKILL for programs in the nodes
@@ -21,10 +21,12 @@ def teardown(run_dir: Path, medium_grace: float = MEDIUM_GRACE) -> list[str]:
     """Stop and remove everything recorded for the lab in `run_dir`; returns
     what was removed, one line each. Idempotent."""
     report: list[str] = []
+    if run_dir.is_dir() and not (run_dir / STATE_FILE).exists() and any(run_dir.iterdir()):
+        return [f"{run_dir} has no {STATE_FILE}: not a meshemu lab, left alone"]
     try:
         state: LabState | None = read_state(run_dir)
     except LabError as exc:
-        state = None
+        state = None  # broken, or a lab that crashed before its state was written
         if run_dir.exists():
             report.append(f"{exc}: removing {run_dir} only")
     if state is not None:
