@@ -20,10 +20,10 @@ from rich.table import Table
 from . import medium, procs, simfile, units
 from .errors import ConfigError, LabError, MeshemuError
 from .lab import Lab
-from .state import lab_names, read_state, run_dir_of
-from .teardown import remove_dangling_by_netns_links, teardown
 from .simfile import SimPlan, SimResult
 from .source import load_yaml
+from .state import lab_names, read_state, run_dir_of
+from .teardown import remove_dangling_by_netns_links, teardown
 from .topology import resolve_topology
 
 out = Console(highlight=False)
