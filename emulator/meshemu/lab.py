@@ -129,8 +129,13 @@ class Node:
                                  start_new_session=True)
         # `ip netns exec` execs the program: the PID is the program's own.
         started = procs.start_time(popen.pid)
-        if started is not None:
-            record_process(self.lab.run_dir, ProcessRecord(popen.pid, started, "node", self.name, list(argv)))
+        try:
+            if started is not None:
+                record_process(self.lab.run_dir, ProcessRecord(popen.pid, started, "node", self.name, list(argv)))
+        except LabError:
+            popen.kill()
+            popen.wait()
+            raise
         process = Process(popen, self.name, list(argv))
         self.lab._spawned.append(process)
         return process

@@ -126,6 +126,8 @@ def write_state(state: LabState) -> None:
 @contextmanager
 def updating(run_dir: Path) -> Iterator[LabState]:
     """Read-modify-write of the state under its lock."""
+    if not (run_dir / STATE_FILE).is_file():
+        raise LabError(f"no state file in {run_dir}: the lab is not up")
     with open(run_dir / LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = read_state(run_dir)
