@@ -176,3 +176,22 @@ def test_cli_sim_runs_the_medium(write):
         assert flows[0]["delivered"] <= flows[0]["generated"]
     table = subprocess.run([sys.executable, "-m", "meshemu", "sim", str(file)], capture_output=True, text=True)
     assert table.returncode == 0 and "delivered/generated" in table.stdout
+
+
+def test_sweep_paths_that_cannot_be_set(write):
+    file = write("s.yaml", "topology: {generate: {kind: chain, n: 2, spacing: 200m}}\nduration: 5s\n"
+                           "flows: [{src: n0, dst: n1, traffic: cbr, rate: 1Mbps, packet: 1000B}]\n"
+                           "sweep:\n  flows.0.rate: [1Mbps, 2Mbps]\n  flows.3.rate: [1Mbps]\n  duration.x: [1]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_sim(file)
+    assert [(p.line, p.path, p.message) for p in caught.value.problems] == [
+        (6, "sweep.flows.3.rate", "flows[3] is not an element of a list in this file"),
+        (7, "sweep.duration.x", "duration is not a mapping"),
+    ]
+
+
+def test_a_sweep_into_a_list_element(write):
+    plan = load_sim(write("s.yaml", "topology: {generate: {kind: chain, n: 2, spacing: 200m}}\nduration: 5s\n"
+                                    "flows: [{src: n0, dst: n1, traffic: cbr, rate: 1Mbps, packet: 1000B}]\n"
+                                    "sweep: {flows.0.rate: [1Mbps, 2Mbps]}\n"))
+    assert [run.scenario["flows"][0]["traffic"]["rate_bps"] for run in plan.runs] == [1_000_000, 2_000_000]

@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError, model_validator
 from . import medium
 from .errors import ConfigError, MediumError, Problem
 from .schema import Duration, Mac, PositiveDuration, PositiveRate, PositiveSize, Seed, StrictModel
-from .source import DataPath, Document, Mark, load_yaml, pydantic_problems
+from .source import DataPath, Document, Mark, format_path, load_yaml, pydantic_problems
 from .topology import LinksFunction, Topology, resolve_mac, resolve_topology
 
 # The largest 802.11 MSDU: the model does not fragment.
@@ -108,11 +108,19 @@ def plan_sim(document: Document, *, links: LinksFunction = medium.links) -> SimP
         variant = document.copy()
         params = {}
         choices = {}
+        unreachable = []
         for (text, path, values), choice in zip(sweep, point):
+            reason = _unreachable(variant.data, path)
+            if reason:
+                unreachable.append(document.problem(("sweep", text), reason, at_key=True))
+                continue
             mark, _ = document.mark(("sweep", text, choice))
             variant.replace(path, values[choice], Mark(mark.file, mark.line, mark.column, f"sweep.{text}[{choice}]"))
             params[text] = values[choice]
             choices[text] = choice
+        if unreachable:
+            problems.extend(unreachable)
+            continue
         try:
             runs.extend(_runs_of(variant, params, choices, links))
         except ConfigError as exc:
@@ -164,6 +172,26 @@ def _sweep_entries(document: Document) -> list[tuple[str, DataPath, list[Any]]]:
     if problems:
         raise ConfigError(problems)
     return entries
+
+
+def _unreachable(data: Any, path: DataPath) -> str | None:
+    """Why a sweep cannot set `path` (a missing mapping is fine: it is made)."""
+    node = data
+    for depth, part in enumerate(path[:-1] if len(path) > 1 else ()):
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                return f"{format_path(path[:depth + 1])} is not an element of a list in this file"
+            node = node[part]
+        elif isinstance(node, dict):
+            node = node.get(part, {})
+        else:
+            return f"{format_path(path[:depth])} is not a mapping"
+    last = path[-1]
+    if isinstance(last, int) and not (isinstance(node, list) and last < len(node)):
+        return f"{format_path(path)} is not an element of a list in this file"
+    if isinstance(last, str) and not isinstance(node, dict):
+        return f"{format_path(path[:-1])} is not a mapping"
+    return None
 
 
 def _parse_sweep_path(text: Any) -> DataPath | None:
