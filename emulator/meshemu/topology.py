@@ -44,7 +44,6 @@ class TopologyNode:
     name: str
     ipv4: ipaddress.IPv4Address
     position: Position  # at time 0 (ignored by the model under random_waypoint)
-    mobility: str  # the resolved mobility kind
 
 
 @dataclass(frozen=True)
@@ -187,8 +186,7 @@ class _Resolver:
         self._check_area(planned, mobilities)
         self.check()
         nodes = tuple(
-            TopologyNode(index, node.name, addresses[index], tuple(config["nodes"][index]["position"]),
-                         mobilities[index]["kind"])
+            TopologyNode(index, node.name, addresses[index], tuple(config["nodes"][index]["position"]))
             for index, node in enumerate(planned)
         )
         return Topology(self.spec.name, self.doc.file, self.spec.routing, self.spec.subnet, nodes, config)

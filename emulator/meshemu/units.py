@@ -94,10 +94,3 @@ def coordinate(value: Any) -> float:
         return float(value)
     return LENGTH.parse(value)
 
-
-def format_si(value: float, unit: str) -> str:
-    """A human-readable figure: 2000000, "bps" -> "2 Mbps"."""
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
