@@ -177,10 +177,7 @@ fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {
 pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
     let n = config.nodes.len();
     let table = match config.routing {
-        Routing::Static => {
-            let in_range: Vec<(usize, usize)> = links.iter().filter(|l| l.in_rx_range).map(|l| (l.a, l.b)).collect();
-            routes::next_hops(n, &in_range)
-        }
+        Routing::Static => meshemu_model::routing::min_hop_next_hops(n, links),
         Routing::None => vec![vec![None; n]; n],
     };
     let ip = |i: usize| config.nodes[i].ipv4;

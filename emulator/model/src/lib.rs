@@ -20,6 +20,7 @@ pub mod medium;
 pub mod mobility;
 pub mod phy;
 pub mod rng;
+pub mod routing;
 pub mod sim;
 pub mod stats;
 

@@ -4,7 +4,7 @@
 //! figures and a digest of everything the medium did.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 use rand::RngExt;
 use rand_distr::Exp1;
@@ -185,45 +185,6 @@ impl Scenario {
     }
 }
 
-/// Minimum-hop next hops toward `dst` over the in-receive-range graph at
-/// time 0: `next[u]` is the lowest-index neighbour one hop closer.
-fn next_hops(links: &[crate::LinkInfo], n: usize, dst: NodeId) -> Vec<Option<NodeId>> {
-    // hears[v] = nodes u with a usable link u -> v (v decodes u).
-    let mut hears: Vec<Vec<NodeId>> = vec![Vec::new(); n];
-    let mut usable = vec![false; n * n];
-    for l in links.iter().filter(|l| l.in_rx_range) {
-        usable[l.a * n + l.b] = true;
-    }
-    for u in 0..n {
-        for v in 0..n {
-            // Data goes u -> v and the ACK v -> u: both must work.
-            if usable[u * n + v] && usable[v * n + u] {
-                hears[v].push(u);
-            }
-        }
-    }
-    let mut dist = vec![u32::MAX; n];
-    dist[dst] = 0;
-    let mut queue = VecDeque::from([dst]);
-    while let Some(v) = queue.pop_front() {
-        for &u in &hears[v] {
-            if dist[u] == u32::MAX {
-                dist[u] = dist[v] + 1;
-                queue.push_back(u);
-            }
-        }
-    }
-    (0..n)
-        .map(|u| {
-            if u == dst || dist[u] == u32::MAX {
-                return None;
-            }
-            // hears[v] lists u for each usable v; pick the lowest v closer by one.
-            (0..n).find(|&v| dist[v] != u32::MAX && dist[v] + 1 == dist[u] && usable[u * n + v] && usable[v * n + u])
-        })
-        .collect()
-}
-
 struct FlowState {
     cfg: FlowConfig,
     stop: Time,
@@ -257,13 +218,13 @@ pub fn run(scenario: &Scenario) -> Result<SimOutput, ConfigError> {
     let mut medium = Medium::new(scenario.medium.clone()).map_err(|e| ConfigError::new(format!("medium.{}", e.path), e.message))?;
     medium.set_air_capture(true);
     let n = medium.node_count();
-    let links = medium.links(0);
+    let next_hops = crate::routing::min_hop_next_hops(n, &medium.links(0));
     let mut flows = Vec::new();
     for (i, f) in scenario.flows.iter().enumerate() {
         let (next_hop, hops) = match f.dst {
             FlowDest::Broadcast(_) => (Vec::new(), 1),
             FlowDest::Node(dst) => {
-                let next = next_hops(&links, n, dst);
+                let next: Vec<Option<NodeId>> = next_hops.iter().map(|row| row[dst]).collect();
                 let mut hops = 0;
                 let mut at = f.src;
                 while at != dst {

@@ -130,8 +130,11 @@ impl<P: Clone> Medium<P> {
             let t = node.radio.timings;
             let duration = 3 * t.sifs + t.cts + phy::airtime_ns(cfg, mpdu, cfg.data_rate_bps) + t.ack;
             let (dst, seq, basic) = (cur.frame.dst, cur.seq, cfg.basic_rate_bps);
+            // The RTS carries the packet it announces only for air captures,
+            // which take an unknown receiver's address from it.
+            let announced = Some(cur.frame.payload.clone());
             node.exchange = Exchange::Rts;
-            self.transmit(n, FrameKind::Rts, dst, phy::RTS_BYTES, basic, duration, seq, false, 0, None, out);
+            self.transmit(n, FrameKind::Rts, dst, phy::RTS_BYTES, basic, duration, seq, false, 0, announced, out);
         } else {
             self.send_data(n, out);
         }

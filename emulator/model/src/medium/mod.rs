@@ -87,7 +87,7 @@ pub struct AirFrame<P> {
     /// MPDU bytes.
     pub bytes: u32,
     pub airtime_ns: Time,
-    /// The carried packet, for data frames.
+    /// The carried packet: for data frames, and for the RTS announcing one.
     pub payload: Option<P>,
 }
 
