@@ -1,0 +1,1 @@
+//! Per-flow fair queuing and hop-by-hop backpressure daemon (NFQUEUE)

@@ -1,0 +1,1 @@
+//! Samples TCP_INFO (cwnd, ssthresh, SRTT, RTO) of sockets in a namespace

@@ -1,0 +1,1 @@
+//! UDP traffic generator and sink with one-way delay, jitter, loss and reordering
