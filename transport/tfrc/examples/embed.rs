@@ -32,12 +32,18 @@ fn receive(socket: Endpoint) -> std::io::Result<()> {
     loop {
         while let Some(datagram) = socket.recv(&mut buf)? {
             match packet::parse(&buf[..datagram.len]) {
-                Ok(Packet::Data { header, payload_len }) => {
+                Ok(Packet::Data {
+                    header,
+                    payload_len,
+                }) => {
                     receiver.on_data(start.elapsed(), &header, payload_len, datagram.ttl);
                     sender_addr = Some(datagram.from);
                 }
                 Ok(Packet::Fin(_)) => {
-                    socket.send_to(&receiver.final_feedback(start.elapsed()).to_bytes(), datagram.from)?;
+                    socket.send_to(
+                        &receiver.final_feedback(start.elapsed()).to_bytes(),
+                        datagram.from,
+                    )?;
                     return Ok(());
                 }
                 _ => {} // not for us: ignore
@@ -47,7 +53,11 @@ fn receive(socket: Endpoint) -> std::io::Result<()> {
             socket.send_to(&feedback.to_bytes(), to)?;
         }
         // Until the next datagram or the feedback timer.
-        let wait = receiver.poll_timeout().map_or(Duration::from_millis(100), |t| t.saturating_sub(start.elapsed()));
+        let wait = receiver
+            .poll_timeout()
+            .map_or(Duration::from_millis(100), |t| {
+                t.saturating_sub(start.elapsed())
+            });
         socket.wait(wait)?;
     }
 }
@@ -60,7 +70,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let socket = Endpoint::bind("127.0.0.1:0".parse()?)?;
     // Cap the rate at 8 Mbit/s: on loopback nothing else would end slow start.
-    let config = SenderConfig { session: SESSION, packet_size: PACKET, max_rate: Some(1_000_000.0), re: None };
+    let config = SenderConfig {
+        session: SESSION,
+        packet_size: PACKET,
+        max_rate: Some(1_000_000.0),
+        re: None,
+    };
     let start = Instant::now();
     let mut sender = Sender::new(config, Duration::ZERO)?;
     let mut datagram = vec![0u8; PACKET];
@@ -86,7 +101,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         };
         // Until feedback arrives, the next packet is due or the timer fires.
-        socket.wait(next.min(sender.poll_timeout()).saturating_sub(start.elapsed()))?;
+        socket.wait(
+            next.min(sender.poll_timeout())
+                .saturating_sub(start.elapsed()),
+        )?;
     }
     socket.send_to(&sender.fin().to_bytes(), receiver_addr)?;
     receiver_thread.join().expect("receiver thread")?;

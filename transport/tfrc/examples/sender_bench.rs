@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use nix::sched::{setns, CloneFlags};
 
-use meshemu_tfrc::net::{FlowSummary, ReceiverBinding, RecvOptions, SendOptions, SenderBinding, SenderSummary};
+use meshemu_tfrc::net::{
+    FlowSummary, ReceiverBinding, RecvOptions, SendOptions, SenderBinding, SenderSummary,
+};
 
 const PACKET: usize = 1400;
 const RECEIVER: &str = "10.77.0.2:5001";
@@ -39,24 +41,42 @@ struct Lab {
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("cannot run ip: {e}"))?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
 impl Lab {
     fn create() -> Result<Self, String> {
         let pid = std::process::id();
-        let lab = Lab { tx: format!("tfrcbench-{pid}-tx"), rx: format!("tfrcbench-{pid}-rx") };
+        let lab = Lab {
+            tx: format!("tfrcbench-{pid}-tx"),
+            rx: format!("tfrcbench-{pid}-rx"),
+        };
         ip(&["netns", "add", &lab.tx])?;
         ip(&["netns", "add", &lab.rx])?;
-        ip(&["-n", &lab.tx, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1", "netns", &lab.rx])?;
+        ip(&[
+            "-n", &lab.tx, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1",
+            "netns", &lab.rx,
+        ])?;
         ip(&["-n", &lab.tx, "addr", "add", "10.77.0.1/24", "dev", "veth0"])?;
         ip(&["-n", &lab.rx, "addr", "add", "10.77.0.2/24", "dev", "veth1"])?;
-        for (ns, dev) in [(&lab.tx, "veth0"), (&lab.rx, "veth1"), (&lab.tx, "lo"), (&lab.rx, "lo")] {
+        for (ns, dev) in [
+            (&lab.tx, "veth0"),
+            (&lab.rx, "veth1"),
+            (&lab.tx, "lo"),
+            (&lab.rx, "lo"),
+        ] {
             ip(&["-n", ns, "link", "set", dev, "up"])?;
         }
         Ok(lab)
@@ -122,17 +142,27 @@ fn run_once(lab: &Lab, seconds: f64, cap_bps: Option<f64>) -> Run {
             trace_packets: false,
             linger: Duration::from_secs(2),
         };
-        SenderBinding::bind(options).expect("bind sender").run(|_| {}).expect("sender")
+        SenderBinding::bind(options)
+            .expect("bind sender")
+            .run(|_| {})
+            .expect("sender")
     });
     let sender = sender.join().expect("sender thread");
     let mut flows = receiver.join().expect("receiver thread");
-    Run { sender, receiver: flows.remove(0) }
+    Run {
+        sender,
+        receiver: flows.remove(0),
+    }
 }
 
 /// min / median / max.
 fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
-    (values[0], values[values.len() / 2], values[values.len() - 1])
+    (
+        values[0],
+        values[values.len() / 2],
+        values[values.len() - 1],
+    )
 }
 
 fn show(name: &str, unit: &str, values: Vec<f64>) -> String {
@@ -161,9 +191,12 @@ fn measure(lab: &Lab, seconds: f64, runs: usize, cap_bps: Option<f64>) -> Figure
         let delivered = run.receiver.bytes as f64 * 8.0 / seconds / 1e6;
         let cpu_percent = 100.0 * run.sender.cpu_s / seconds;
         f.delivered_mbps.push(delivered);
-        f.cpu_percent_per_mbps.push(cpu_percent / delivered.max(1e-9));
-        f.cpu_us_per_packet.push(run.sender.cpu_s * 1e6 / run.sender.sent_packets.max(1) as f64);
-        f.receiver_cpu_percent.push(100.0 * run.receiver.cpu_s / seconds);
+        f.cpu_percent_per_mbps
+            .push(cpu_percent / delivered.max(1e-9));
+        f.cpu_us_per_packet
+            .push(run.sender.cpu_s * 1e6 / run.sender.sent_packets.max(1) as f64);
+        f.receiver_cpu_percent
+            .push(100.0 * run.receiver.cpu_s / seconds);
         f.loss_percent.push(100.0 * run.receiver.loss_fraction);
     }
     f
@@ -182,8 +215,12 @@ fn print(label: &str, f: &Figures) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let seconds: f64 = args.next().map_or(3.0, |s| s.parse().expect("SECONDS_PER_RUN must be a number"));
-    let runs: usize = args.next().map_or(3, |s| s.parse().expect("RUNS must be a whole number"));
+    let seconds: f64 = args.next().map_or(3.0, |s| {
+        s.parse().expect("SECONDS_PER_RUN must be a number")
+    });
+    let runs: usize = args
+        .next()
+        .map_or(3, |s| s.parse().expect("RUNS must be a whole number"));
     if !nix::unistd::geteuid().is_root() {
         eprintln!("sender_bench: needs root to create network namespaces; not run");
         std::process::exit(2);
@@ -212,8 +249,14 @@ fn main() {
     let unconstrained = measure(&lab, seconds, runs, None);
     print("no cap", &unconstrained);
     match highest {
-        Some(cap) => println!("highest constrained rate delivered within {:.0} % (median): {cap} Mbit/s", 100.0 * (1.0 - SUSTAINED)),
-        None => println!("no constrained rate was delivered within {:.0} %", 100.0 * (1.0 - SUSTAINED)),
+        Some(cap) => println!(
+            "highest constrained rate delivered within {:.0} % (median): {cap} Mbit/s",
+            100.0 * (1.0 - SUSTAINED)
+        ),
+        None => println!(
+            "no constrained rate was delivered within {:.0} %",
+            100.0 * (1.0 - SUSTAINED)
+        ),
     }
     let (min, median, max) = spread(unconstrained.delivered_mbps);
     println!("unconstrained TFRC sustains {min:.1}/{median:.1}/{max:.1} Mbit/s (min/median/max)");

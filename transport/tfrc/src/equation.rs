@@ -34,7 +34,8 @@ pub fn throughput(s: f64, rtt: Duration, p: f64) -> f64 {
 fn denominator(r: f64, p: f64) -> f64 {
     let b = PACKETS_PER_ACK;
     let t_rto = 4.0 * r;
-    r * (2.0 * b * p / 3.0).sqrt() + t_rto * (3.0 * (3.0 * b * p / 8.0).sqrt()) * p * (1.0 + 32.0 * p * p)
+    r * (2.0 * b * p / 3.0).sqrt()
+        + t_rto * (3.0 * (3.0 * b * p / 8.0).sqrt()) * p * (1.0 + 32.0 * p * p)
 }
 
 /// The inverse `p = f̄(r, X)` (RE-TFRC paper eq. 3): the loss event rate at

@@ -70,7 +70,11 @@ impl LostRange {
         // Solve tb + (ta-tb)*(S-sb)/(sa-sb) > time for S, then step past any
         // rounding so the answer really satisfies the inequality.
         let offset = (time_us - tb as f64) * (sa - sb) as f64 / (ta - tb) as f64;
-        let mut seq = if offset < 0.0 { from } else { from.max(sb.saturating_add(offset.floor() as u64)) };
+        let mut seq = if offset < 0.0 {
+            from
+        } else {
+            from.max(sb.saturating_add(offset.floor() as u64))
+        };
         loop {
             if seq > self.last {
                 return None;
@@ -126,7 +130,12 @@ impl LossDetector {
 
     /// Records an arrival; returns what it was and appends newly lost ranges
     /// (in sequence order) to `lost`.
-    pub fn on_arrival(&mut self, seq: u64, timestamp_us: u64, lost: &mut Vec<LostRange>) -> Arrival {
+    pub fn on_arrival(
+        &mut self,
+        seq: u64,
+        timestamp_us: u64,
+        lost: &mut Vec<LostRange>,
+    ) -> Arrival {
         let Some((highest, highest_ts)) = self.highest else {
             self.highest = Some((seq, timestamp_us));
             return Arrival::New;
@@ -148,18 +157,36 @@ impl LossDetector {
             }
             self.highest = Some((seq, timestamp_us));
         } else {
-            let Some(index) = self.gaps.iter().position(|g| g.range.first <= seq && seq <= g.range.last) else {
-                let declared_lost = self.recent_losses.iter().any(|&(first, last)| first <= seq && seq <= last);
-                return if declared_lost { Arrival::Late } else { Arrival::Duplicate };
+            let Some(index) = self
+                .gaps
+                .iter()
+                .position(|g| g.range.first <= seq && seq <= g.range.last)
+            else {
+                let declared_lost = self
+                    .recent_losses
+                    .iter()
+                    .any(|&(first, last)| first <= seq && seq <= last);
+                return if declared_lost {
+                    Arrival::Late
+                } else {
+                    Arrival::Duplicate
+                };
             };
             self.fill(index, seq, timestamp_us);
         }
-        while self.gaps.front().is_some_and(|g| g.higher_received >= NDUPACK) {
-            let Some(gap) = self.gaps.pop_front() else { break };
+        while self
+            .gaps
+            .front()
+            .is_some_and(|g| g.higher_received >= NDUPACK)
+        {
+            let Some(gap) = self.gaps.pop_front() else {
+                break;
+            };
             if self.recent_losses.len() == REMEMBERED_LOSSES {
                 self.recent_losses.pop_front();
             }
-            self.recent_losses.push_back((gap.range.first, gap.range.last));
+            self.recent_losses
+                .push_back((gap.range.first, gap.range.last));
             lost.push(gap.range);
         }
         Arrival::New
@@ -171,13 +198,21 @@ impl LossDetector {
         let mut replacement = Vec::with_capacity(2);
         if seq > gap.range.first {
             replacement.push(Gap {
-                range: LostRange { last: seq - 1, after: (seq, timestamp_us), ..gap.range },
+                range: LostRange {
+                    last: seq - 1,
+                    after: (seq, timestamp_us),
+                    ..gap.range
+                },
                 higher_received: gap.higher_received + 1,
             });
         }
         if seq < gap.range.last {
             replacement.push(Gap {
-                range: LostRange { first: seq + 1, before: (seq, timestamp_us), ..gap.range },
+                range: LostRange {
+                    first: seq + 1,
+                    before: (seq, timestamp_us),
+                    ..gap.range
+                },
                 higher_received: gap.higher_received,
             });
         }
@@ -214,7 +249,12 @@ pub struct LossHistory {
 impl LossHistory {
     /// `discounting` enables history discounting (RFC 5348 §5.5).
     pub fn new(discounting: bool) -> Self {
-        Self { closed: VecDeque::new(), current_event: None, discounting, loss_events: 0 }
+        Self {
+            closed: VecDeque::new(),
+            current_event: None,
+            discounting,
+            loss_events: 0,
+        }
     }
 
     /// Loss events seen so far.
@@ -226,7 +266,12 @@ impl LossHistory {
     /// the current loss event start a new one (RFC 5348 §5.2). Returns the
     /// number of new loss events. `first_interval` gives the length of the
     /// synthetic interval I_1 when the very first loss event starts (§6.3.1).
-    pub fn on_lost_range(&mut self, range: &LostRange, rtt_us: f64, mut first_interval: impl FnMut() -> f64) -> u32 {
+    pub fn on_lost_range(
+        &mut self,
+        range: &LostRange,
+        rtt_us: f64,
+        mut first_interval: impl FnMut() -> f64,
+    ) -> u32 {
         let mut new_events = 0;
         let mut from = range.first;
         loop {
@@ -245,7 +290,12 @@ impl LossHistory {
         new_events
     }
 
-    fn start_event(&mut self, seq: u64, send_time_us: f64, first_interval: &mut impl FnMut() -> f64) {
+    fn start_event(
+        &mut self,
+        seq: u64,
+        send_time_us: f64,
+        first_interval: &mut impl FnMut() -> f64,
+    ) {
         let closed = match self.current_event {
             None => first_interval().max(1.0),
             Some((start, _)) => seq.saturating_sub(start) as f64,
@@ -258,7 +308,10 @@ impl LossHistory {
                 interval.discount *= discount;
             }
         }
-        self.closed.push_front(ClosedInterval { packets: closed, discount: 1.0 });
+        self.closed.push_front(ClosedInterval {
+            packets: closed,
+            discount: 1.0,
+        });
         self.closed.truncate(N_INTERVALS);
         self.current_event = Some((seq, send_time_us));
         self.loss_events += 1;
@@ -266,7 +319,8 @@ impl LossHistory {
 
     /// Length of the open interval I_0 given the highest sequence number received.
     fn open_interval(&self, highest_seq: u64) -> Option<f64> {
-        self.current_event.map(|(start, _)| (highest_seq.saturating_sub(start) + 1) as f64)
+        self.current_event
+            .map(|(start, _)| (highest_seq.saturating_sub(start) + 1) as f64)
     }
 
     /// Mean of the closed intervals with their discounts (`I_mean` of §5.5).
@@ -275,7 +329,12 @@ impl LossHistory {
             .closed
             .iter()
             .enumerate()
-            .fold((0.0, 0.0), |(t, w), (i, c)| (t + c.packets * weight(i) * c.discount, w + weight(i) * c.discount));
+            .fold((0.0, 0.0), |(t, w), (i, c)| {
+                (
+                    t + c.packets * weight(i) * c.discount,
+                    w + weight(i) * c.discount,
+                )
+            });
         total / weights
     }
 
@@ -315,7 +374,8 @@ impl LossHistory {
 
     /// The loss event rate `p = 1 / I_mean`; 0 before the first loss event.
     pub fn loss_event_rate(&self, highest_seq: u64) -> f64 {
-        self.mean_interval(highest_seq).map_or(0.0, |mean| 1.0 / mean)
+        self.mean_interval(highest_seq)
+            .map_or(0.0, |mean| 1.0 / mean)
     }
 }
 
@@ -332,7 +392,13 @@ mod tests {
     /// whose open interval starts at `start`.
     fn history(closed: &[f64], start: u64, discounting: bool) -> LossHistory {
         LossHistory {
-            closed: closed.iter().map(|&packets| ClosedInterval { packets, discount: 1.0 }).collect(),
+            closed: closed
+                .iter()
+                .map(|&packets| ClosedInterval {
+                    packets,
+                    discount: 1.0,
+                })
+                .collect(),
             current_event: Some((start, 0.0)),
             discounting,
             loss_events: closed.len() as u64,
@@ -354,7 +420,11 @@ mod tests {
         // I_tot1 = 100+200+100+200 + .8*100+.6*200+.4*100+.2*200 = 880
         // I_tot0 = 50+100+200+100 + .8*200+.6*100+.4*200+.2*100  = 770
         // W_tot = 6, I_mean = 880/6 = 146.667, p = 0.0068182
-        let h = history(&[100.0, 200.0, 100.0, 200.0, 100.0, 200.0, 100.0, 200.0], 1000, false);
+        let h = history(
+            &[100.0, 200.0, 100.0, 200.0, 100.0, 200.0, 100.0, 200.0],
+            1000,
+            false,
+        );
         let mean = h.mean_interval(1049).unwrap();
         assert!(rel(mean, 880.0 / 6.0) < 1e-12, "{mean}");
         assert!(rel(h.loss_event_rate(1049), 6.0 / 880.0) < 1e-12);
@@ -395,7 +465,12 @@ mod tests {
         // DF does not fall below 0.5: I_0 = 4000 → tot0 = 4000 + 250, W 3.5.
         assert!(rel(discounted.mean_interval(3999).unwrap(), 4250.0 / 3.5) < 1e-12);
         // No discount while I_0 ≤ 2*I_mean: I_0 = 150 → plain weights.
-        assert!(rel(discounted.mean_interval(149).unwrap(), (150.0 + 100.0 * 5.0) / 6.0) < 1e-12);
+        assert!(
+            rel(
+                discounted.mean_interval(149).unwrap(),
+                (150.0 + 100.0 * 5.0) / 6.0
+            ) < 1e-12
+        );
     }
 
     #[test]
@@ -403,7 +478,12 @@ mod tests {
         // Eight intervals of 100, then the open interval closes at 1000 packets
         // while DF = 0.5: the seven older intervals keep DF_i = 0.5.
         let mut h = history(&[100.0; 8], 0, true);
-        let range = LostRange { first: 1000, last: 1000, before: (999, 0), after: (1001, 2000) };
+        let range = LostRange {
+            first: 1000,
+            last: 1000,
+            before: (999, 0),
+            after: (1001, 2000),
+        };
         assert_eq!(h.on_lost_range(&range, 0.0, || unreachable!()), 1);
         // Now I_1 = 1000 (DF 1), I_2..I_8 = 100 (DF 0.5), I_0 = 10 packets.
         //   I_tot1 = 1000 + 0.5*100*5 = 1250, W_tot1 = 1 + 2.5 = 3.5 → 357.14
@@ -421,7 +501,12 @@ mod tests {
         let mut h = LossHistory::new(false);
         // Packets 10..=19 lost, sent 1 ms apart from t = 10 ms; RTT 5 ms:
         // events start at 10 (t=10ms), 16 (t=16ms > 15ms); 16+5 = 21 ms is past 19.
-        let range = LostRange { first: 10, last: 19, before: (9, 9_000), after: (20, 20_000) };
+        let range = LostRange {
+            first: 10,
+            last: 19,
+            before: (9, 9_000),
+            after: (20, 20_000),
+        };
         let events = h.on_lost_range(&range, 5_000.0, || 50.0);
         assert_eq!(events, 2);
         assert_eq!(h.loss_events(), 2);
@@ -429,20 +514,41 @@ mod tests {
         // tot0 = 25 + 6 = 31, tot1 = 6 + 50 = 56, W = 2 → 28
         assert!(rel(h.mean_interval(40).unwrap(), 28.0) < 1e-12);
         // A later loss within 5 ms of 16 ms joins the current event.
-        let near = LostRange { first: 21, last: 21, before: (20, 20_000), after: (22, 22_000) };
+        let near = LostRange {
+            first: 21,
+            last: 21,
+            before: (20, 20_000),
+            after: (22, 22_000),
+        };
         assert_eq!(h.on_lost_range(&near, 5_000.0, || 50.0), 0);
-        let far = LostRange { first: 30, last: 30, before: (29, 29_000), after: (31, 31_000) };
+        let far = LostRange {
+            first: 30,
+            last: 30,
+            before: (29, 29_000),
+            after: (31, 31_000),
+        };
         assert_eq!(h.on_lost_range(&far, 5_000.0, || 50.0), 1);
     }
 
     #[test]
     fn ranges_at_the_end_of_the_sequence_space() {
-        let top = LostRange { first: u64::MAX - 2, last: u64::MAX - 1, before: (u64::MAX - 3, 0), after: (u64::MAX, 30) };
+        let top = LostRange {
+            first: u64::MAX - 2,
+            last: u64::MAX - 1,
+            before: (u64::MAX - 3, 0),
+            after: (u64::MAX, 30),
+        };
         assert_eq!(top.first_sent_after(u64::MAX - 2, 1e9), None);
         assert_eq!(top.first_sent_after(u64::MAX - 2, 15.0), Some(u64::MAX - 1));
         let mut d = LossDetector::default();
         let mut lost = Vec::new();
-        for seq in [u64::MAX - 5, u64::MAX - 3, u64::MAX - 2, u64::MAX - 1, u64::MAX] {
+        for seq in [
+            u64::MAX - 5,
+            u64::MAX - 3,
+            u64::MAX - 2,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
             d.on_arrival(seq, 0, &mut lost);
         }
         assert_eq!(lost.len(), 1);
@@ -453,7 +559,12 @@ mod tests {
     fn huge_lost_range_is_handled_per_event() {
         let mut h = LossHistory::new(true);
         // A million packets lost over one second, RTT 100 ms: 10 events.
-        let range = LostRange { first: 1, last: 1_000_000, before: (0, 0), after: (1_000_001, 1_000_000) };
+        let range = LostRange {
+            first: 1,
+            last: 1_000_000,
+            before: (0, 0),
+            after: (1_000_001, 1_000_000),
+        };
         assert_eq!(h.on_lost_range(&range, 100_000.0, || 10.0), 10);
     }
 
@@ -468,9 +579,20 @@ mod tests {
     #[test]
     fn loss_needs_three_later_packets() {
         let mut d = LossDetector::default();
-        assert!(arrive(&mut d, &[0, 1, 3, 4]).is_empty(), "only two packets above 2");
+        assert!(
+            arrive(&mut d, &[0, 1, 3, 4]).is_empty(),
+            "only two packets above 2"
+        );
         let lost = arrive(&mut d, &[5]);
-        assert_eq!(lost, vec![LostRange { first: 2, last: 2, before: (1, 1000), after: (3, 3000) }]);
+        assert_eq!(
+            lost,
+            vec![LostRange {
+                first: 2,
+                last: 2,
+                before: (1, 1000),
+                after: (3, 3000)
+            }]
+        );
     }
 
     #[test]
@@ -487,23 +609,51 @@ mod tests {
         // 2..=6 missing; 4 arrives late: 2..=3 have 2 packets above (7, 4), 5..=6 one (7).
         assert!(arrive(&mut d, &[0, 1, 7, 4]).is_empty());
         let lost = arrive(&mut d, &[8]);
-        assert_eq!(lost, vec![LostRange { first: 2, last: 3, before: (1, 1000), after: (4, 4000) }]);
+        assert_eq!(
+            lost,
+            vec![LostRange {
+                first: 2,
+                last: 3,
+                before: (1, 1000),
+                after: (4, 4000)
+            }]
+        );
         let lost = arrive(&mut d, &[9, 10]);
-        assert_eq!(lost, vec![LostRange { first: 5, last: 6, before: (4, 4000), after: (7, 7000) }]);
+        assert_eq!(
+            lost,
+            vec![LostRange {
+                first: 5,
+                last: 6,
+                before: (4, 4000),
+                after: (7, 7000)
+            }]
+        );
         let mut lost = Vec::new();
-        assert_eq!(d.on_arrival(5, 0, &mut lost), Arrival::Late, "already declared lost");
+        assert_eq!(
+            d.on_arrival(5, 0, &mut lost),
+            Arrival::Late,
+            "already declared lost"
+        );
         assert_eq!(d.on_arrival(4, 0, &mut lost), Arrival::Duplicate);
     }
 
     #[test]
     fn interpolated_send_times() {
-        let r = LostRange { first: 11, last: 14, before: (10, 1000), after: (15, 1500) };
+        let r = LostRange {
+            first: 11,
+            last: 14,
+            before: (10, 1000),
+            after: (15, 1500),
+        };
         assert_eq!(r.send_time(11), 1100.0);
         assert_eq!(r.send_time(14), 1400.0);
         assert_eq!(r.first_sent_after(11, 1250.0), Some(13));
         assert_eq!(r.first_sent_after(11, 1400.0), None);
         assert_eq!(r.first_sent_after(12, 0.0), Some(12));
-        let backwards = LostRange { after: (15, 500), ..r };
+        let backwards = LostRange {
+            after: (15, 500),
+            ..r
+        };
         assert_eq!(backwards.send_time(13), 1000.0);
         assert_eq!(backwards.first_sent_after(11, 999.0), Some(11));
         assert_eq!(backwards.first_sent_after(11, 1000.0), None);

@@ -17,12 +17,18 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use meshemu_tfrc::net::{self, FlowInterval, FlowSummary, RecvOptions, SendOptions, SenderInterval, SenderSummary};
+use meshemu_tfrc::net::{
+    self, FlowInterval, FlowSummary, RecvOptions, SendOptions, SenderInterval, SenderSummary,
+};
 use meshemu_tfrc::re::{HopSource, PhyParams, ReConfig};
 use meshemu_tfrc::units::{parse_bit_rate, parse_duration};
 
 #[derive(Parser)]
-#[command(name = "tfrc", version, about = "TFRC (RFC 5348) and RE-TFRC flows over UDP")]
+#[command(
+    name = "tfrc",
+    version,
+    about = "TFRC (RFC 5348) and RE-TFRC flows over UDP"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -60,7 +66,11 @@ enum JsonOut {
 }
 
 fn parse_json_out(s: &str) -> Result<JsonOut, String> {
-    Ok(if s == "-" { JsonOut::Stdout } else { JsonOut::File(s.into()) })
+    Ok(if s == "-" {
+        JsonOut::Stdout
+    } else {
+        JsonOut::File(s.into())
+    })
 }
 
 #[derive(clap::Args)]
@@ -103,7 +113,8 @@ impl Output {
             None => return Ok(None),
             Some(JsonOut::Stdout) => Box::new(io::BufWriter::new(io::stdout())),
             Some(JsonOut::File(path)) => {
-                let file = File::create(path).with_context(|| format!("cannot create JSON output {}", path.display()))?;
+                let file = File::create(path)
+                    .with_context(|| format!("cannot create JSON output {}", path.display()))?;
                 Box::new(io::BufWriter::new(file))
             }
         };
@@ -211,13 +222,19 @@ fn main() -> ExitCode {
 }
 
 fn resolve(peer: &str) -> Result<SocketAddr> {
-    let mut addrs = peer.to_socket_addrs().with_context(|| format!("bad receiver address '{peer}' (expected HOST:PORT)"))?;
-    addrs.next().with_context(|| format!("receiver address '{peer}' resolves to nothing"))
+    let mut addrs = peer
+        .to_socket_addrs()
+        .with_context(|| format!("bad receiver address '{peer}' (expected HOST:PORT)"))?;
+    addrs
+        .next()
+        .with_context(|| format!("receiver address '{peer}' resolves to nothing"))
 }
 
 /// A session id that differs between runs: it only names the flow.
 fn default_session() -> u32 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     nanos ^ std::process::id().rotate_left(16)
 }
 
@@ -281,7 +298,11 @@ fn recv(args: RecvArgs) -> Result<()> {
     let mut json = args.output.json_sink()?;
     let binding = net::ReceiverBinding::bind(options)?;
     let human = RefCell::new(args.output.human());
-    let _ = writeln!(human.borrow_mut(), "tfrc: listening on {}", binding.local_addr()?);
+    let _ = writeln!(
+        human.borrow_mut(),
+        "tfrc: listening on {}",
+        binding.local_addr()?
+    );
     // Summaries are written as flows end; the first write error is reported
     // when the receiver stops.
     let mut json_error = None;
@@ -318,9 +339,15 @@ fn print_sender_interval(out: &mut dyn Write, line: &SenderInterval) {
 }
 
 fn print_sender_summary(out: &mut dyn Write, s: &SenderSummary) {
-    let recv = s.throughput_bps.map_or("-".to_owned(), |t| format!("{:.3} Mbit/s", mbps(t)));
-    let loss = s.loss_fraction.map_or("-".to_owned(), |l| format!("{:.2} %", 100.0 * l));
-    let rtt = s.rtt_ms.map_or("-".to_owned(), |r| format!("{:.1}/{:.1}/{:.1} ms", r.min, r.median, r.max));
+    let recv = s
+        .throughput_bps
+        .map_or("-".to_owned(), |t| format!("{:.3} Mbit/s", mbps(t)));
+    let loss = s
+        .loss_fraction
+        .map_or("-".to_owned(), |l| format!("{:.2} %", 100.0 * l));
+    let rtt = s.rtt_ms.map_or("-".to_owned(), |r| {
+        format!("{:.1}/{:.1}/{:.1} ms", r.min, r.median, r.max)
+    });
     let _ = writeln!(
         out,
         "{} to {}: sent {} packets ({:.3} Mbit/s), received {recv}, loss {loss}, p {:.5}, rtt min/median/max {rtt}",
@@ -347,7 +374,9 @@ fn print_flow_interval(out: &mut dyn Write, line: &FlowInterval) {
 }
 
 fn print_flow_summary(out: &mut dyn Write, s: &FlowSummary) {
-    let throughput = s.throughput_bps.map_or("-".to_owned(), |t| format!("{:.3} Mbit/s", mbps(t)));
+    let throughput = s
+        .throughput_bps
+        .map_or("-".to_owned(), |t| format!("{:.3} Mbit/s", mbps(t)));
     let _ = writeln!(
         out,
         "flow from {} ended ({:?}): {} packets, {throughput}, loss {:.2} %, p {:.5}, jitter {:.3} ms",

@@ -91,7 +91,10 @@ pub struct Fin {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Packet {
     /// A data packet; `payload_len` counts the bytes after the header.
-    Data { header: DataHeader, payload_len: usize },
+    Data {
+        header: DataHeader,
+        payload_len: usize,
+    },
     Feedback(Feedback),
     Fin(Fin),
 }
@@ -108,7 +111,11 @@ pub enum ParseError {
     #[error("unknown packet kind {0}")]
     UnknownKind(u8),
     #[error("{kind} packet has {len} bytes, expected {expected}")]
-    WrongLength { kind: &'static str, len: usize, expected: &'static str },
+    WrongLength {
+        kind: &'static str,
+        len: usize,
+        expected: &'static str,
+    },
     #[error("feedback has unknown flag bits {0:#04x}")]
     UnknownFlags(u8),
     #[error("{kind} packet has non-zero reserved bytes")]
@@ -121,7 +128,9 @@ pub fn parse(buf: &[u8]) -> Result<Packet, ParseError> {
         return Err(ParseError::TooShort { len: buf.len() });
     }
     if buf[0..2] != MAGIC {
-        return Err(ParseError::BadMagic { found: [buf[0], buf[1]] });
+        return Err(ParseError::BadMagic {
+            found: [buf[0], buf[1]],
+        });
     }
     if buf[2] != VERSION {
         return Err(ParseError::UnsupportedVersion(buf[2]));
@@ -136,7 +145,11 @@ pub fn parse(buf: &[u8]) -> Result<Packet, ParseError> {
 
 fn parse_data(buf: &[u8]) -> Result<Packet, ParseError> {
     if buf.len() < DATA_HEADER_LEN {
-        return Err(ParseError::WrongLength { kind: "data", len: buf.len(), expected: "at least 36" });
+        return Err(ParseError::WrongLength {
+            kind: "data",
+            len: buf.len(),
+            expected: "at least 36",
+        });
     }
     let mut r = Reader::new(&buf[4..DATA_HEADER_LEN]);
     let header = DataHeader {
@@ -146,12 +159,19 @@ fn parse_data(buf: &[u8]) -> Result<Packet, ParseError> {
         rtt_us: r.u32(),
         wallclock_ns: r.u64(),
     };
-    Ok(Packet::Data { header, payload_len: buf.len() - DATA_HEADER_LEN })
+    Ok(Packet::Data {
+        header,
+        payload_len: buf.len() - DATA_HEADER_LEN,
+    })
 }
 
 fn parse_feedback(buf: &[u8]) -> Result<Packet, ParseError> {
     if buf.len() != FEEDBACK_LEN {
-        return Err(ParseError::WrongLength { kind: "feedback", len: buf.len(), expected: "64" });
+        return Err(ParseError::WrongLength {
+            kind: "feedback",
+            len: buf.len(),
+            expected: "64",
+        });
     }
     let mut r = Reader::new(&buf[4..]);
     let feedback = Feedback {
@@ -178,10 +198,18 @@ fn parse_feedback(buf: &[u8]) -> Result<Packet, ParseError> {
 
 fn parse_fin(buf: &[u8]) -> Result<Packet, ParseError> {
     if buf.len() != FIN_LEN {
-        return Err(ParseError::WrongLength { kind: "end-of-flow", len: buf.len(), expected: "24" });
+        return Err(ParseError::WrongLength {
+            kind: "end-of-flow",
+            len: buf.len(),
+            expected: "24",
+        });
     }
     let mut r = Reader::new(&buf[4..]);
-    Ok(Packet::Fin(Fin { session: r.u32(), sent_packets: r.u64(), sent_bytes: r.u64() }))
+    Ok(Packet::Fin(Fin {
+        session: r.u32(),
+        sent_packets: r.u64(),
+        sent_bytes: r.u64(),
+    }))
 }
 
 impl DataHeader {
@@ -352,12 +380,27 @@ mod tests {
         header.write(&mut buf);
         assert_eq!(&buf[0..4], b"TF\x01\x01");
         assert_eq!(&buf[4..8], &[1, 2, 3, 4]);
-        assert_eq!(&buf[8..16], &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]);
-        assert_eq!(&buf[16..24], &[0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28]);
+        assert_eq!(
+            &buf[8..16],
+            &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]
+        );
+        assert_eq!(
+            &buf[16..24],
+            &[0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28]
+        );
         assert_eq!(&buf[24..28], &[0x31, 0x32, 0x33, 0x34]);
-        assert_eq!(&buf[28..36], &[0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48]);
+        assert_eq!(
+            &buf[28..36],
+            &[0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48]
+        );
         assert_eq!(&buf[36..], &[0xAA; 4], "payload untouched");
-        assert_eq!(parse(&buf), Ok(Packet::Data { header, payload_len: 4 }));
+        assert_eq!(
+            parse(&buf),
+            Ok(Packet::Data {
+                header,
+                payload_len: 4
+            })
+        );
     }
 
     #[test]
@@ -365,27 +408,48 @@ mod tests {
         let fb = sample_feedback();
         let buf = fb.to_bytes();
         assert_eq!(&buf[0..4], b"TF\x01\x02");
-        assert_eq!(u32::from_be_bytes(buf[4..8].try_into().unwrap()), 0xdead_beef);
-        assert_eq!(u64::from_be_bytes(buf[8..16].try_into().unwrap()), 1_234_567);
+        assert_eq!(
+            u32::from_be_bytes(buf[4..8].try_into().unwrap()),
+            0xdead_beef
+        );
+        assert_eq!(
+            u64::from_be_bytes(buf[8..16].try_into().unwrap()),
+            1_234_567
+        );
         assert_eq!(u32::from_be_bytes(buf[16..20].try_into().unwrap()), 250);
         assert_eq!(u64::from_be_bytes(buf[20..28].try_into().unwrap()), 125_000);
         let p = u32::from_be_bytes(buf[28..32].try_into().unwrap());
         assert_eq!(p, (0.0125 * f64::from(u32::MAX)).round() as u32);
         assert_eq!(u64::from_be_bytes(buf[32..40].try_into().unwrap()), 4242);
         assert_eq!(u64::from_be_bytes(buf[40..48].try_into().unwrap()), 4200);
-        assert_eq!(u64::from_be_bytes(buf[48..56].try_into().unwrap()), 4_200_000);
+        assert_eq!(
+            u64::from_be_bytes(buf[48..56].try_into().unwrap()),
+            4_200_000
+        );
         assert_eq!(u32::from_be_bytes(buf[56..60].try_into().unwrap()), 37);
         assert_eq!(buf[60], 7);
         assert_eq!(buf[61], FLAG_NEW_LOSS_EVENT);
         assert_eq!(&buf[62..64], &[0, 0]);
-        let Ok(Packet::Feedback(back)) = parse(&buf) else { panic!("not feedback") };
+        let Ok(Packet::Feedback(back)) = parse(&buf) else {
+            panic!("not feedback")
+        };
         assert!((back.loss_event_rate - 0.0125).abs() < 1e-9);
-        assert_eq!(Feedback { loss_event_rate: fb.loss_event_rate, ..back }, fb);
+        assert_eq!(
+            Feedback {
+                loss_event_rate: fb.loss_event_rate,
+                ..back
+            },
+            fb
+        );
     }
 
     #[test]
     fn fin_round_trips() {
-        let fin = Fin { session: 9, sent_packets: 77, sent_bytes: 77_000 };
+        let fin = Fin {
+            session: 9,
+            sent_packets: 77,
+            sent_bytes: 77_000,
+        };
         let buf = fin.to_bytes();
         assert_eq!(&buf[0..4], b"TF\x01\x03");
         assert_eq!(parse(&buf), Ok(Packet::Fin(fin)));
@@ -403,25 +467,57 @@ mod tests {
     #[test]
     fn malformed_packets_name_the_problem() {
         assert_eq!(parse(b"TF"), Err(ParseError::TooShort { len: 2 }));
-        assert_eq!(parse(b"XX\x01\x01"), Err(ParseError::BadMagic { found: *b"XX" }));
+        assert_eq!(
+            parse(b"XX\x01\x01"),
+            Err(ParseError::BadMagic { found: *b"XX" })
+        );
         assert_eq!(parse(b"TF\x09\x01"), Err(ParseError::UnsupportedVersion(9)));
         assert_eq!(parse(b"TF\x01\x07"), Err(ParseError::UnknownKind(7)));
-        assert!(matches!(parse(b"TF\x01\x01short"), Err(ParseError::WrongLength { kind: "data", .. })));
+        assert!(matches!(
+            parse(b"TF\x01\x01short"),
+            Err(ParseError::WrongLength { kind: "data", .. })
+        ));
 
         let good = sample_feedback().to_bytes();
-        assert!(matches!(parse(&good[..63]), Err(ParseError::WrongLength { kind: "feedback", .. })));
+        assert!(matches!(
+            parse(&good[..63]),
+            Err(ParseError::WrongLength {
+                kind: "feedback",
+                ..
+            })
+        ));
         let mut longer = good.to_vec();
         longer.push(0);
-        assert!(matches!(parse(&longer), Err(ParseError::WrongLength { kind: "feedback", .. })));
+        assert!(matches!(
+            parse(&longer),
+            Err(ParseError::WrongLength {
+                kind: "feedback",
+                ..
+            })
+        ));
         let mut flags = good;
         flags[61] = 0x80;
         assert_eq!(parse(&flags), Err(ParseError::UnknownFlags(0x80)));
         let mut reserved = good;
         reserved[63] = 1;
-        assert_eq!(parse(&reserved), Err(ParseError::ReservedNotZero { kind: "feedback" }));
+        assert_eq!(
+            parse(&reserved),
+            Err(ParseError::ReservedNotZero { kind: "feedback" })
+        );
 
-        let fin = Fin { session: 1, sent_packets: 2, sent_bytes: 3 }.to_bytes();
-        assert!(matches!(parse(&fin[..20]), Err(ParseError::WrongLength { kind: "end-of-flow", .. })));
+        let fin = Fin {
+            session: 1,
+            sent_packets: 2,
+            sent_bytes: 3,
+        }
+        .to_bytes();
+        assert!(matches!(
+            parse(&fin[..20]),
+            Err(ParseError::WrongLength {
+                kind: "end-of-flow",
+                ..
+            })
+        ));
         // The error text names the problem for logs.
         assert_eq!(
             parse(&good[..10]).unwrap_err().to_string(),

@@ -164,8 +164,13 @@ impl PhyParams {
 
     /// `t_s` of eq. 6 for a network-layer packet of `packet_bytes`, seconds.
     pub fn success_time(&self, packet_bytes: usize) -> f64 {
-        let (sifs, difs, d) = (self.sifs.as_secs_f64(), self.difs.as_secs_f64(), self.propagation_delay.as_secs_f64());
-        let header = self.basic(self.phy_header_bytes) + self.data(f64::from(self.mac_header_bytes));
+        let (sifs, difs, d) = (
+            self.sifs.as_secs_f64(),
+            self.difs.as_secs_f64(),
+            self.propagation_delay.as_secs_f64(),
+        );
+        let header =
+            self.basic(self.phy_header_bytes) + self.data(f64::from(self.mac_header_bytes));
         self.basic(self.rts_bytes)
             + sifs
             + d
@@ -227,7 +232,8 @@ pub struct ServiceTime {
 
 /// Solves Bianchi's fixed point for `n` saturated nodes: returns (τ, p).
 fn bianchi(n: u32, w: f64, m: u32) -> (f64, f64) {
-    let tau_of = |p: f64| 2.0 / (1.0 + w + p * w * (0..m).map(|k| (2.0 * p).powi(k as i32)).sum::<f64>());
+    let tau_of =
+        |p: f64| 2.0 / (1.0 + w + p * w * (0..m).map(|k| (2.0 * p).powi(k as i32)).sum::<f64>());
     if n <= 1 {
         return (tau_of(0.0), 0.0);
     }
@@ -286,8 +292,13 @@ impl MacModel {
         let t_c = phy.collision_time();
         let others = nodes.saturating_sub(1) as i32;
         let idle = (1.0 - tau).powi(others);
-        let one_other = if others >= 1 { f64::from(others as u32) * tau * (1.0 - tau).powi(others - 1) } else { 0.0 };
-        let alpha = idle * phy.slot.as_secs_f64() + one_other * t_s + (1.0 - idle - one_other) * t_c;
+        let one_other = if others >= 1 {
+            f64::from(others as u32) * tau * (1.0 - tau).powi(others - 1)
+        } else {
+            0.0
+        };
+        let alpha =
+            idle * phy.slot.as_secs_f64() + one_other * t_s + (1.0 - idle - one_other) * t_c;
         let backoff = alpha * f64::from(phy.w_min - 1) / (2.0 * q) + (1.0 - q) * t_c / q;
         ServiceTime {
             tau,
@@ -480,7 +491,10 @@ impl RateEstimator {
         config.check()?;
         Ok(Self {
             config,
-            window: WindowMin { window: config.rtt_window, samples: VecDeque::new() },
+            window: WindowMin {
+                window: config.rtt_window,
+                samples: VecDeque::new(),
+            },
             rate: None,
             last_change: Duration::ZERO,
             model_rtt: None,
@@ -529,11 +543,17 @@ impl RateEstimator {
         let floor = s / MAX_BACKOFF_INTERVAL.as_secs_f64();
         let (decision, rate) = match self.rate {
             None => (ReDecision::Enter, input.x),
-            Some(_) if target < (1.0 - self.config.tolerance) * input.x_recv => (ReDecision::Decrease, target),
+            Some(_) if target < (1.0 - self.config.tolerance) * input.x_recv => {
+                (ReDecision::Decrease, target)
+            }
             Some(rate) => {
                 let r = input.rtt.as_secs_f64().max(1e-6);
-                let rtts_since_change = (input.now.saturating_sub(self.last_change).as_secs_f64() / r).min(2.0);
-                (ReDecision::Increase, (rate + s / r * rtts_since_change).min(input.x))
+                let rtts_since_change =
+                    (input.now.saturating_sub(self.last_change).as_secs_f64() / r).min(2.0);
+                (
+                    ReDecision::Increase,
+                    (rate + s / r * rtts_since_change).min(input.x),
+                )
             }
         };
         let rate = rate.max(floor);
@@ -601,10 +621,14 @@ mod tests {
     fn bianchi_fixed_point_holds() {
         for n in 2..=10 {
             let (tau, p) = bianchi(n, 32.0, 5);
-            assert!((p - (1.0 - (1.0 - tau).powi(n as i32 - 1))).abs() < 1e-12, "n={n}");
+            assert!(
+                (p - (1.0 - (1.0 - tau).powi(n as i32 - 1))).abs() < 1e-12,
+                "n={n}"
+            );
             // Bianchi's original form (away from p = 1/2).
             let w = 32.0;
-            let original = 2.0 * (1.0 - 2.0 * p) / ((1.0 - 2.0 * p) * (w + 1.0) + p * w * (1.0 - (2.0 * p).powi(5)));
+            let original = 2.0 * (1.0 - 2.0 * p)
+                / ((1.0 - 2.0 * p) * (w + 1.0) + p * w * (1.0 - (2.0 * p).powi(5)));
             assert!(rel(tau, original) < 1e-9, "n={n}");
         }
     }
@@ -661,15 +685,36 @@ mod tests {
         let good = ReConfig::new(PhyParams::dsss(), 1000);
         assert!(RateEstimator::new(good).is_ok());
         let bad = |c: ReConfig| RateEstimator::new(c).unwrap_err();
-        assert_eq!(bad(ReConfig { hops: HopSource::Fixed(0), ..good }), ReError::ZeroHops);
-        assert_eq!(bad(ReConfig { rtt_window: Duration::ZERO, ..good }), ReError::ZeroWindow);
-        assert_eq!(bad(ReConfig { tolerance: 1.5, ..good }), ReError::BadTolerance(1.5));
+        assert_eq!(
+            bad(ReConfig {
+                hops: HopSource::Fixed(0),
+                ..good
+            }),
+            ReError::ZeroHops
+        );
+        assert_eq!(
+            bad(ReConfig {
+                rtt_window: Duration::ZERO,
+                ..good
+            }),
+            ReError::ZeroWindow
+        );
+        assert_eq!(
+            bad(ReConfig {
+                tolerance: 1.5,
+                ..good
+            }),
+            ReError::BadTolerance(1.5)
+        );
         let mut model = good.model;
         model.nodes_in_middle = 0;
         assert_eq!(bad(ReConfig { model, ..good }), ReError::ZeroNodes);
         let mut model = good.model;
         model.phy.w_max = 1000;
-        assert!(matches!(bad(ReConfig { model, ..good }), ReError::BadPhy(_)));
+        assert!(matches!(
+            bad(ReConfig { model, ..good }),
+            ReError::BadPhy(_)
+        ));
     }
 
     fn inputs(now_ms: u64, rtt_ms: u64, x: f64, x_recv: f64) -> ReInputs {
@@ -686,7 +731,10 @@ mod tests {
 
     #[test]
     fn controller_enters_at_x_then_decreases_when_rtt_exceeds_the_optimum() {
-        let config = ReConfig { hops: HopSource::Fixed(7), ..ReConfig::new(PhyParams::dsss(), 1000) };
+        let config = ReConfig {
+            hops: HopSource::Fixed(7),
+            ..ReConfig::new(PhyParams::dsss(), 1000)
+        };
         let r_model = config.model.rtt(7).unwrap();
         let mut re = RateEstimator::new(config).unwrap();
         re.observe_rtt(Duration::from_millis(100), Duration::from_millis(100));
@@ -708,7 +756,10 @@ mod tests {
 
     #[test]
     fn controller_increases_additively_below_the_optimum() {
-        let config = ReConfig { hops: HopSource::Fixed(7), ..ReConfig::new(PhyParams::dsss(), 1000) };
+        let config = ReConfig {
+            hops: HopSource::Fixed(7),
+            ..ReConfig::new(PhyParams::dsss(), 1000)
+        };
         let mut re = RateEstimator::new(config).unwrap();
         re.observe_rtt(Duration::from_millis(100), Duration::from_millis(100));
         re.on_feedback(inputs(100, 100, 60_000.0, 20_000.0));
@@ -720,13 +771,20 @@ mod tests {
         // At most two RTTs' worth after a long gap, and never above X.
         re.observe_rtt(Duration::from_millis(1200), Duration::from_millis(100));
         let step = re.on_feedback(inputs(1200, 100, 80_000.0, 20_000.0));
-        assert!(rel(step.rate, 80_000.0) < 1e-9, "capped by X: {}", step.rate);
+        assert!(
+            rel(step.rate, 80_000.0) < 1e-9,
+            "capped by X: {}",
+            step.rate
+        );
     }
 
     #[test]
     fn window_minimum_takes_over_when_the_model_is_too_low() {
         // One hop: r(1) ≈ 14.7 ms, but the path's RTT is 80 ms.
-        let config = ReConfig { hops: HopSource::Fixed(1), ..ReConfig::new(PhyParams::dsss(), 1000) };
+        let config = ReConfig {
+            hops: HopSource::Fixed(1),
+            ..ReConfig::new(PhyParams::dsss(), 1000)
+        };
         let mut re = RateEstimator::new(config).unwrap();
         re.observe_rtt(Duration::from_millis(0), Duration::from_millis(80));
         re.observe_rtt(Duration::from_millis(100), Duration::from_millis(85));
@@ -748,7 +806,10 @@ mod tests {
         let step = re.on_feedback(inputs(0, 50, 1e5, 1e5));
         assert_eq!(step.hops, None);
         assert_eq!(step.r_model, None);
-        let step = re.on_feedback(ReInputs { reported_hops: 4, ..inputs(50, 50, 1e5, 1e5) });
+        let step = re.on_feedback(ReInputs {
+            reported_hops: 4,
+            ..inputs(50, 50, 1e5, 1e5)
+        });
         assert_eq!(step.hops, Some(4));
         assert!(step.r_model.is_some_and(|r| r > 0.09));
     }

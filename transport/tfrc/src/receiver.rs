@@ -32,7 +32,9 @@ pub struct ReceiverConfig {
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
-        Self { history_discounting: true }
+        Self {
+            history_discounting: true,
+        }
     }
 }
 
@@ -131,7 +133,9 @@ impl Receiver {
 
     /// The current loss event rate `p`.
     pub fn loss_event_rate(&self) -> f64 {
-        self.detector.highest_seq().map_or(0.0, |h| self.history.loss_event_rate(h))
+        self.detector
+            .highest_seq()
+            .map_or(0.0, |h| self.history.loss_event_rate(h))
     }
 
     /// RFC 3550 interarrival jitter.
@@ -156,11 +160,21 @@ impl Receiver {
 
     /// A data packet arrived at `now`. `payload_len` counts the bytes after
     /// the header; `ttl` is the packet's IP TTL when the socket reports it.
-    pub fn on_data(&mut self, now: Duration, header: &DataHeader, payload_len: usize, ttl: Option<u8>) -> DataOutcome {
+    pub fn on_data(
+        &mut self,
+        now: Duration,
+        header: &DataHeader,
+        payload_len: usize,
+        ttl: Option<u8>,
+    ) -> DataOutcome {
         if header.session != self.session {
             return DataOutcome::OtherSession;
         }
-        if self.detector.highest_seq().is_some_and(|h| header.seq > h.saturating_add(MAX_SEQ_JUMP)) {
+        if self
+            .detector
+            .highest_seq()
+            .is_some_and(|h| header.seq > h.saturating_add(MAX_SEQ_JUMP))
+        {
             self.stats.implausible += 1;
             return DataOutcome::Implausible;
         }
@@ -171,7 +185,10 @@ impl Receiver {
             self.ttl = ttl;
         }
         self.lost.clear();
-        match self.detector.on_arrival(header.seq, header.timestamp_us, &mut self.lost) {
+        match self
+            .detector
+            .on_arrival(header.seq, header.timestamp_us, &mut self.lost)
+        {
             Arrival::Duplicate => {
                 self.stats.duplicates += 1;
                 return DataOutcome::Duplicate;
@@ -242,13 +259,21 @@ impl Receiver {
     /// Bytes/s received over the `window` before `now`, not reaching back
     /// before the first arrival; 0 when that span is empty.
     fn rate_over(&self, now: Duration, window: Duration) -> f64 {
-        let Some(first) = self.first_arrival else { return 0.0 };
+        let Some(first) = self.first_arrival else {
+            return 0.0;
+        };
         let start = now.saturating_sub(window).max(first);
         let span = now.saturating_sub(start);
         if span.is_zero() {
             return 0.0;
         }
-        let bytes: usize = self.arrivals.iter().rev().take_while(|(t, _)| *t > start).map(|(_, b)| b).sum();
+        let bytes: usize = self
+            .arrivals
+            .iter()
+            .rev()
+            .take_while(|(t, _)| *t > start)
+            .map(|(_, b)| b)
+            .sum();
         bytes as f64 / span.as_secs_f64()
     }
 
@@ -285,8 +310,14 @@ impl Receiver {
         let (arrival, echo) = self.last_data.unwrap_or((now, 0));
         // X_recv covers the time since the last feedback, but at least one
         // RTT, so expedited feedback does not report a rate over a sliver.
-        let window = self.last_feedback.map_or(self.rtt, |t| self.rtt.max(now.saturating_sub(t)));
-        let window = if window.is_zero() { now.saturating_sub(self.first_arrival.unwrap_or(now)) } else { window };
+        let window = self
+            .last_feedback
+            .map_or(self.rtt, |t| self.rtt.max(now.saturating_sub(t)));
+        let window = if window.is_zero() {
+            now.saturating_sub(self.first_arrival.unwrap_or(now))
+        } else {
+            window
+        };
         let x_recv = self.rate_over(now, window);
         let mut flags = extra_flags;
         if self.new_loss_event {
@@ -324,7 +355,9 @@ impl Receiver {
 /// Hops from a received TTL, assuming [`ASSUMED_INITIAL_TTL`]: a packet that
 /// crossed N links passed N−1 routers, each taking one off the TTL.
 pub fn hops_from_ttl(ttl: u8) -> Option<u8> {
-    (1..=ASSUMED_INITIAL_TTL).contains(&ttl).then(|| ASSUMED_INITIAL_TTL + 1 - ttl)
+    (1..=ASSUMED_INITIAL_TTL)
+        .contains(&ttl)
+        .then(|| ASSUMED_INITIAL_TTL + 1 - ttl)
 }
 
 #[cfg(test)]
@@ -348,10 +381,21 @@ mod tests {
     }
 
     /// 1000-byte packets (964 bytes of payload) every `gap`, arriving `delay` later.
-    fn feed(rx: &mut Receiver, seqs: impl IntoIterator<Item = u64>, gap: Duration, delay: Duration, rtt: Duration) {
+    fn feed(
+        rx: &mut Receiver,
+        seqs: impl IntoIterator<Item = u64>,
+        gap: Duration,
+        delay: Duration,
+        rtt: Duration,
+    ) {
         for seq in seqs {
             let sent = gap * seq as u32;
-            rx.on_data(sent + delay, &data(seq, sent, rtt), 1000 - DATA_HEADER_LEN, Some(62));
+            rx.on_data(
+                sent + delay,
+                &data(seq, sent, rtt),
+                1000 - DATA_HEADER_LEN,
+                Some(62),
+            );
         }
     }
 
@@ -360,7 +404,9 @@ mod tests {
         let mut rx = Receiver::new(SESSION, ReceiverConfig::default());
         assert_eq!(rx.poll_feedback(ms(0)), None);
         rx.on_data(ms(5), &data(0, ms(0), Duration::ZERO), 100, Some(64));
-        let fb = rx.poll_feedback(ms(6)).expect("feedback after the first packet");
+        let fb = rx
+            .poll_feedback(ms(6))
+            .expect("feedback after the first packet");
         assert_eq!(fb.echo_timestamp_us, 0);
         assert_eq!(fb.elapsed_us, 1000);
         assert_eq!(fb.loss_event_rate, 0.0);
@@ -377,12 +423,21 @@ mod tests {
         let mut sent = 0;
         for seq in 0..100u64 {
             let now = ms(10 * seq + 20);
-            rx.on_data(now, &data(seq, ms(10 * seq), rtt), 1000 - DATA_HEADER_LEN, None);
+            rx.on_data(
+                now,
+                &data(seq, ms(10 * seq), rtt),
+                1000 - DATA_HEADER_LEN,
+                None,
+            );
             if let Some(fb) = rx.poll_feedback(now) {
                 sent += 1;
                 if seq > 10 {
                     // 1000 bytes per 10 ms.
-                    assert!((fb.x_recv as f64 - 100_000.0).abs() < 25_000.0, "x_recv {}", fb.x_recv);
+                    assert!(
+                        (fb.x_recv as f64 - 100_000.0).abs() < 25_000.0,
+                        "x_recv {}",
+                        fb.x_recv
+                    );
                 }
             }
         }
@@ -391,7 +446,10 @@ mod tests {
         // After the data stops, the timer reports the last packets once
         // (feedback went out at seq 0, 5, ..., 95) and then stays quiet.
         let last = ms(10 * 99 + 20);
-        assert_eq!(rx.poll_feedback(last + rtt * 2).map(|fb| fb.highest_seq), Some(99));
+        assert_eq!(
+            rx.poll_feedback(last + rtt * 2).map(|fb| fb.highest_seq),
+            Some(99)
+        );
         assert_eq!(rx.poll_feedback(last + rtt * 4), None);
         assert_eq!(rx.poll_timeout(), None);
     }
@@ -406,7 +464,9 @@ mod tests {
         feed(&mut rx, 51..53, ms(4), ms(10), rtt);
         assert_eq!(rx.poll_feedback(ms(4 * 52 + 10)), None);
         feed(&mut rx, 53..54, ms(4), ms(10), rtt);
-        let fb = rx.poll_feedback(ms(4 * 53 + 10)).expect("expedited feedback");
+        let fb = rx
+            .poll_feedback(ms(4 * 53 + 10))
+            .expect("expedited feedback");
         assert_eq!(fb.flags & FLAG_NEW_LOSS_EVENT, FLAG_NEW_LOSS_EVENT);
         assert!(fb.loss_event_rate > 0.0);
         assert_eq!(rx.stats().lost_packets, 1);
@@ -436,7 +496,13 @@ mod tests {
         // Every 50th packet lost, losses far more than an RTT apart: p = 1/50
         // once the synthetic first interval has left the 8-interval history.
         let mut rx = Receiver::new(SESSION, ReceiverConfig::default());
-        feed(&mut rx, (0..2000).filter(|s| s % 50 != 49), ms(2), ms(5), ms(20));
+        feed(
+            &mut rx,
+            (0..2000).filter(|s| s % 50 != 49),
+            ms(2),
+            ms(5),
+            ms(20),
+        );
         let p = rx.loss_event_rate();
         assert!((p - 0.02).abs() < 1e-3, "p {p}");
         assert_eq!(rx.stats().loss_events, 40 - 1);
@@ -448,8 +514,14 @@ mod tests {
         feed(&mut rx, [0, 1, 2, 1], ms(1), ms(1), ms(10));
         assert_eq!(rx.stats().packets, 3);
         assert_eq!(rx.stats().duplicates, 1);
-        let other = DataHeader { session: SESSION + 1, ..data(3, ms(3), ms(10)) };
-        assert_eq!(rx.on_data(ms(4), &other, 10, None), DataOutcome::OtherSession);
+        let other = DataHeader {
+            session: SESSION + 1,
+            ..data(3, ms(3), ms(10))
+        };
+        assert_eq!(
+            rx.on_data(ms(4), &other, 10, None),
+            DataOutcome::OtherSession
+        );
         let far = data(5 + MAX_SEQ_JUMP, ms(3), ms(10));
         assert_eq!(rx.on_data(ms(4), &far, 10, None), DataOutcome::Implausible);
         assert_eq!(rx.stats().packets, 3);

@@ -63,7 +63,9 @@ pub enum ConfigError {
 pub enum FeedbackError {
     #[error("feedback for session {got}, this flow is {expected}")]
     OtherSession { got: u32, expected: u32 },
-    #[error("feedback echoes timestamp {echo_us} µs, which this sender has not sent (now {now_us} µs)")]
+    #[error(
+        "feedback echoes timestamp {echo_us} µs, which this sender has not sent (now {now_us} µs)"
+    )]
     UnknownEcho { echo_us: u64, now_us: u64 },
     #[error("feedback claims {elapsed_us} µs at the receiver, more than the {round_trip_us} µs since the echoed packet left")]
     ElapsedTooLong { elapsed_us: u32, round_trip_us: u64 },
@@ -124,7 +126,9 @@ struct ReceiveRates {
 
 impl ReceiveRates {
     fn new() -> Self {
-        Self { entries: vec![(Duration::ZERO, f64::INFINITY)] }
+        Self {
+            entries: vec![(Duration::ZERO, f64::INFINITY)],
+        }
     }
 
     /// "Update X_recv_set": add, then drop entries older than two RTTs.
@@ -136,7 +140,12 @@ impl ReceiveRates {
 
     /// "Maximize X_recv_set": keep only the largest finite value, as of now.
     fn maximize(&mut self, now: Duration, x_recv: f64) {
-        let largest = self.entries.iter().map(|&(_, x)| x).filter(|x| x.is_finite()).fold(x_recv, f64::max);
+        let largest = self
+            .entries
+            .iter()
+            .map(|&(_, x)| x)
+            .filter(|x| x.is_finite())
+            .fold(x_recv, f64::max);
         self.entries = vec![(now, largest)];
     }
 
@@ -191,7 +200,9 @@ impl Sender {
     /// first feedback (RFC 5348 §4.2).
     pub fn new(config: SenderConfig, now: Duration) -> Result<Self, ConfigError> {
         if !(DATA_HEADER_LEN..=MAX_PACKET_SIZE).contains(&config.packet_size) {
-            return Err(ConfigError::PacketSize { size: config.packet_size });
+            return Err(ConfigError::PacketSize {
+                size: config.packet_size,
+            });
         }
         if let Some(cap) = config.max_rate {
             if !(cap > 0.0 && cap.is_finite()) {
@@ -239,7 +250,11 @@ impl Sender {
 
     /// The rate the sender paces at: X, limited by the RE rate and the cap.
     pub fn sending_rate(&self) -> f64 {
-        let re = self.re.as_ref().and_then(RateEstimator::rate).unwrap_or(f64::INFINITY);
+        let re = self
+            .re
+            .as_ref()
+            .and_then(RateEstimator::rate)
+            .unwrap_or(f64::INFINITY);
         let cap = self.config.max_rate.unwrap_or(f64::INFINITY);
         self.x.min(re).min(cap)
     }
@@ -260,7 +275,11 @@ impl Sender {
 
     /// The end-of-flow packet for what was sent so far.
     pub fn fin(&self) -> Fin {
-        Fin { session: self.config.session, sent_packets: self.stats.packets, sent_bytes: self.stats.bytes }
+        Fin {
+            session: self.config.session,
+            sent_packets: self.stats.packets,
+            sent_bytes: self.stats.bytes,
+        }
     }
 
     fn inter_packet_interval(&self) -> Duration {
@@ -287,7 +306,9 @@ impl Sender {
             session: self.config.session,
             seq: self.next_seq,
             timestamp_us: micros(now),
-            rtt_us: self.rtt.map_or(0, |r| u32::try_from(r.as_micros()).unwrap_or(u32::MAX).max(1)),
+            rtt_us: self.rtt.map_or(0, |r| {
+                u32::try_from(r.as_micros()).unwrap_or(u32::MAX).max(1)
+            }),
             wallclock_ns: 0,
         };
         self.next_seq += 1;
@@ -308,28 +329,49 @@ impl Sender {
 
     fn check_feedback(&self, now: Duration, fb: &Feedback) -> Result<(), FeedbackError> {
         if fb.session != self.config.session {
-            return Err(FeedbackError::OtherSession { got: fb.session, expected: self.config.session });
+            return Err(FeedbackError::OtherSession {
+                got: fb.session,
+                expected: self.config.session,
+            });
         }
         let now_us = micros(now);
-        let sent_any = self.first_send.is_some_and(|t| micros(t) <= fb.echo_timestamp_us);
+        let sent_any = self
+            .first_send
+            .is_some_and(|t| micros(t) <= fb.echo_timestamp_us);
         if !sent_any || fb.echo_timestamp_us > now_us {
-            return Err(FeedbackError::UnknownEcho { echo_us: fb.echo_timestamp_us, now_us });
+            return Err(FeedbackError::UnknownEcho {
+                echo_us: fb.echo_timestamp_us,
+                now_us,
+            });
         }
         let round_trip_us = now_us - fb.echo_timestamp_us;
         if u64::from(fb.elapsed_us) > round_trip_us {
-            return Err(FeedbackError::ElapsedTooLong { elapsed_us: fb.elapsed_us, round_trip_us });
+            return Err(FeedbackError::ElapsedTooLong {
+                elapsed_us: fb.elapsed_us,
+                round_trip_us,
+            });
         }
         if fb.highest_seq >= self.next_seq {
-            return Err(FeedbackError::UnsentSequence { highest: fb.highest_seq, sent: self.next_seq });
+            return Err(FeedbackError::UnsentSequence {
+                highest: fb.highest_seq,
+                sent: self.next_seq,
+            });
         }
-        if self.last_echo_us.is_some_and(|last| fb.echo_timestamp_us < last) {
+        if self
+            .last_echo_us
+            .is_some_and(|last| fb.echo_timestamp_us < last)
+        {
             return Err(FeedbackError::Stale);
         }
         Ok(())
     }
 
     /// A feedback packet arrived at `now` (RFC 5348 §4.3, then RE-TFRC).
-    pub fn on_feedback(&mut self, now: Duration, fb: &Feedback) -> Result<FeedbackReport, FeedbackError> {
+    pub fn on_feedback(
+        &mut self,
+        now: Duration,
+        fb: &Feedback,
+    ) -> Result<FeedbackReport, FeedbackError> {
         self.check_feedback(now, fb)?;
         self.last_echo_us = Some(fb.echo_timestamp_us);
         self.stats.feedback += 1;
@@ -451,7 +493,10 @@ impl Sender {
         let halved = (self.x / 2.0).max(self.min_rate());
         if self.rtt.is_none() && !idle {
             self.x = halved;
-        } else if ((self.p > 0.0 && x_recv < recover_rate) || (self.p == 0.0 && self.x < 2.0 * recover_rate)) && idle {
+        } else if ((self.p > 0.0 && x_recv < recover_rate)
+            || (self.p == 0.0 && self.x < 2.0 * recover_rate))
+            && idle
+        {
             // Idle and already slow: keep the rate for when data comes.
         } else if self.p == 0.0 {
             self.x = halved;
@@ -496,7 +541,12 @@ mod tests {
     }
 
     fn sender(now: Duration) -> Sender {
-        let config = SenderConfig { session: SESSION, packet_size: 1000, max_rate: None, re: None };
+        let config = SenderConfig {
+            session: SESSION,
+            packet_size: 1000,
+            max_rate: None,
+            re: None,
+        };
         Sender::new(config, now).unwrap()
     }
 
@@ -540,14 +590,19 @@ mod tests {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
         // Back after 100 ms, 2 ms of which at the receiver: R = 98 ms.
-        let report = tx.on_feedback(ms(100), &feedback(&first, ms(2), 0.0, 0.0)).unwrap();
+        let report = tx
+            .on_feedback(ms(100), &feedback(&first, ms(2), 0.0, 0.0))
+            .unwrap();
         assert!(rel(report.rtt, 0.098) < 1e-9);
         // W_init = min(4s, max(2s, 4380)) = 4000 B → X = 4000 B / 98 ms.
         assert!(rel(tx.allowed_rate(), 4000.0 / 0.098) < 1e-9);
         assert!(report.slow_start);
         // The next packet leaves one new interval (1000 B at X = 24.5 ms)
         // after the last one, not a second after it.
-        assert_eq!(tx.poll_transmit(ms(10)), Transmit::Wait(Duration::from_secs_f64(1000.0 / (4000.0 / 0.098))));
+        assert_eq!(
+            tx.poll_transmit(ms(10)),
+            Transmit::Wait(Duration::from_secs_f64(1000.0 / (4000.0 / 0.098)))
+        );
     }
 
     #[test]
@@ -555,9 +610,13 @@ mod tests {
         let mut tx = sender(ms(0));
         let mut last = drain(&mut tx, ms(0))[0];
         let mut now = ms(100);
-        tx.on_feedback(now, &feedback(&last, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(now, &feedback(&last, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         let initial = tx.allowed_rate();
-        assert!(rel(initial, 40_000.0) < 1e-9, "W_init = 4000 B over R = 100 ms");
+        assert!(
+            rel(initial, 40_000.0) < 1e-9,
+            "W_init = 4000 B over R = 100 ms"
+        );
         // Each feedback comes back 100 ms after the packet it echoes and
         // reports the rate we sent at.
         let mut rates = vec![initial];
@@ -565,7 +624,8 @@ mod tests {
             last = *drain(&mut tx, now).last().unwrap();
             let x_recv = tx.allowed_rate();
             now += ms(100);
-            tx.on_feedback(now, &feedback(&last, Duration::ZERO, x_recv, 0.0)).unwrap();
+            tx.on_feedback(now, &feedback(&last, Duration::ZERO, x_recv, 0.0))
+                .unwrap();
             rates.push(tx.allowed_rate());
         }
         for pair in rates.windows(2) {
@@ -575,7 +635,8 @@ mod tests {
         let x = tx.allowed_rate();
         last = *drain(&mut tx, now).last().unwrap();
         now += ms(30);
-        tx.on_feedback(now, &feedback(&last, Duration::ZERO, x, 0.0)).unwrap();
+        tx.on_feedback(now, &feedback(&last, Duration::ZERO, x, 0.0))
+            .unwrap();
         assert_eq!(tx.allowed_rate(), x);
         // A receive rate that lags limits X to twice the receive rate once
         // the X_recv_set (the last two RTTs) holds only the low reports; slow
@@ -583,21 +644,29 @@ mod tests {
         for _ in 0..4 {
             last = *drain(&mut tx, now).last().unwrap();
             now += ms(100);
-            tx.on_feedback(now, &feedback(&last, Duration::ZERO, 10_000.0, 0.0)).unwrap();
+            tx.on_feedback(now, &feedback(&last, Duration::ZERO, 10_000.0, 0.0))
+                .unwrap();
         }
         let rtt = tx.rtt().unwrap().as_secs_f64();
         let expected = (4000.0 / rtt).max(20_000.0);
-        assert!(rel(tx.allowed_rate(), expected) < 1e-9, "{} vs {expected}", tx.allowed_rate());
+        assert!(
+            rel(tx.allowed_rate(), expected) < 1e-9,
+            "{} vs {expected}",
+            tx.allowed_rate()
+        );
     }
 
     #[test]
     fn loss_switches_to_the_equation() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         let now = ms(200);
         let last = *drain(&mut tx, now).last().unwrap();
-        let report = tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1e9, 0.01)).unwrap();
+        let report = tx
+            .on_feedback(now, &feedback(&last, Duration::ZERO, 1e9, 0.01))
+            .unwrap();
         assert!(!report.slow_start);
         // R = 0.9*100 + 0.1*(200 - sent time of last) ms.
         let rtt = Duration::from_secs_f64(report.rtt);
@@ -607,7 +676,8 @@ mod tests {
         // Limited by twice the receive rate when that is lower.
         let now = ms(300);
         let last = *drain(&mut tx, now).last().unwrap();
-        tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01)).unwrap();
+        tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01))
+            .unwrap();
         // The X_recv_set still holds 1e9 from 100 ms ago (within 2 RTTs).
         assert!(tx.allowed_rate() > 2000.0);
         let mut last = last;
@@ -615,17 +685,28 @@ mod tests {
             let now = ms(400 + 100 * i);
             // At 2000 B/s, a packet leaves only every 500 ms.
             last = drain(&mut tx, now).pop().unwrap_or(last);
-            tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01)).unwrap();
+            tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01))
+                .unwrap();
         }
-        assert!(rel(tx.allowed_rate(), 2000.0) < 1e-9, "{}", tx.allowed_rate());
+        assert!(
+            rel(tx.allowed_rate(), 2000.0) < 1e-9,
+            "{}",
+            tx.allowed_rate()
+        );
     }
 
     #[test]
     fn rate_cap_limits_the_sending_rate_not_x() {
-        let config = SenderConfig { session: SESSION, packet_size: 1000, max_rate: Some(10_000.0), re: None };
+        let config = SenderConfig {
+            session: SESSION,
+            packet_size: 1000,
+            max_rate: Some(10_000.0),
+            re: None,
+        };
         let mut tx = Sender::new(config, ms(0)).unwrap();
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         assert!(tx.allowed_rate() > 10_000.0);
         assert_eq!(tx.sending_rate(), 10_000.0);
         // 10 packets per second of 1000 B: over 2 s, about 20 packets.
@@ -640,10 +721,19 @@ mod tests {
     fn nofeedback_timer_waits_for_two_packets_at_the_capped_rate() {
         // R = 100 µs but the cap allows a packet only every 100 ms: the timer
         // must not fire between packets (4R would be 400 µs).
-        let config = SenderConfig { session: SESSION, packet_size: 1000, max_rate: Some(10_000.0), re: None };
+        let config = SenderConfig {
+            session: SESSION,
+            packet_size: 1000,
+            max_rate: Some(10_000.0),
+            re: None,
+        };
         let mut tx = Sender::new(config, ms(0)).unwrap();
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(Duration::from_micros(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(
+            Duration::from_micros(100),
+            &feedback(&first, Duration::ZERO, 0.0, 0.0),
+        )
+        .unwrap();
         assert_eq!(tx.poll_timeout(), Duration::from_micros(100) + ms(200));
     }
 
@@ -653,17 +743,24 @@ mod tests {
         // than the catch-up credit) and feedback arrives after every packet.
         // Over 10 s: 1000 packets (restarting the schedule from the late
         // send times would give 10/10.5 of that, 952).
-        let config = SenderConfig { session: SESSION, packet_size: 1000, max_rate: Some(100_000.0), re: None };
+        let config = SenderConfig {
+            session: SESSION,
+            packet_size: 1000,
+            max_rate: Some(100_000.0),
+            re: None,
+        };
         let mut tx = Sender::new(config, ms(0)).unwrap();
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(1), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(1), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         let mut now = ms(1);
         let mut sent = 0;
         while now < ms(10_001) {
             match tx.poll_transmit(now) {
                 Transmit::Send(h) => {
                     sent += 1;
-                    tx.on_feedback(now, &feedback(&h, Duration::ZERO, 100_000.0, 0.0)).unwrap();
+                    tx.on_feedback(now, &feedback(&h, Duration::ZERO, 100_000.0, 0.0))
+                        .unwrap();
                 }
                 Transmit::Wait(at) => now = at + Duration::from_micros(500),
             }
@@ -690,7 +787,8 @@ mod tests {
     fn nofeedback_in_slow_start_halves_the_rate() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         let x = tx.allowed_rate();
         // RTO = max(4R, 2s/X) = 400 ms.
         assert_eq!(tx.poll_timeout(), ms(500));
@@ -703,17 +801,25 @@ mod tests {
     fn nofeedback_after_loss_halves_the_equation_rate() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         let last = *drain(&mut tx, ms(200)).last().unwrap();
         // A receive rate far above the equation: X = X_Bps.
-        let report = tx.on_feedback(ms(200), &feedback(&last, Duration::ZERO, 1e9, 0.05)).unwrap();
+        let report = tx
+            .on_feedback(ms(200), &feedback(&last, Duration::ZERO, 1e9, 0.05))
+            .unwrap();
         let x_bps = report.x_bps;
         assert!(rel(tx.allowed_rate(), x_bps) < 1e-12);
         let deadline = tx.poll_timeout();
         drain(&mut tx, deadline - ms(1));
         tx.handle_timeout(deadline);
         // Update_Limits(X_Bps/2): X_recv_set = {X_Bps/4}, X = min(X_Bps, X_Bps/2).
-        assert!(rel(tx.allowed_rate(), x_bps / 2.0) < 1e-12, "{} vs {}", tx.allowed_rate(), x_bps);
+        assert!(
+            rel(tx.allowed_rate(), x_bps / 2.0) < 1e-12,
+            "{} vs {}",
+            tx.allowed_rate(),
+            x_bps
+        );
         // Again: X_Bps > 2 X_recv (X_Bps/4) → Update_Limits(X_recv): X = X_Bps/4.
         let deadline = tx.poll_timeout();
         drain(&mut tx, deadline - ms(1));
@@ -725,7 +831,8 @@ mod tests {
     fn idle_sender_keeps_a_low_rate_on_nofeedback() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         // X = initial rate < 2 * recover rate and nothing sent since: kept.
         let x = tx.allowed_rate();
         tx.handle_timeout(tx.poll_timeout());
@@ -738,10 +845,34 @@ mod tests {
         let first = drain(&mut tx, ms(0))[0];
         let good = feedback(&first, Duration::ZERO, 0.0, 0.0);
         let cases = [
-            (Feedback { session: 99, ..good }, "session"),
-            (Feedback { echo_timestamp_us: 5_000_000, ..good }, "future"),
-            (Feedback { elapsed_us: 200_000, ..good }, "elapsed"),
-            (Feedback { highest_seq: 10, ..good }, "unsent"),
+            (
+                Feedback {
+                    session: 99,
+                    ..good
+                },
+                "session",
+            ),
+            (
+                Feedback {
+                    echo_timestamp_us: 5_000_000,
+                    ..good
+                },
+                "future",
+            ),
+            (
+                Feedback {
+                    elapsed_us: 200_000,
+                    ..good
+                },
+                "elapsed",
+            ),
+            (
+                Feedback {
+                    highest_seq: 10,
+                    ..good
+                },
+                "unsent",
+            ),
         ];
         for (fb, what) in cases {
             assert!(tx.on_feedback(ms(100), &fb).is_err(), "{what}");
@@ -750,7 +881,8 @@ mod tests {
         assert_eq!(tx.stats().feedback, 0);
         tx.on_feedback(ms(100), &good).unwrap();
         let second = drain(&mut tx, ms(200)).pop().unwrap();
-        tx.on_feedback(ms(300), &feedback(&second, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(300), &feedback(&second, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         assert_eq!(tx.on_feedback(ms(310), &good), Err(FeedbackError::Stale));
     }
 
@@ -758,19 +890,29 @@ mod tests {
     fn data_limited_sender_is_limited_by_what_it_sent() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0)).unwrap();
+        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+            .unwrap();
         // The application sends one packet per RTT and is never told to wait.
         let mut now = ms(100);
         let mut report = None;
         for _ in 0..5 {
-            let Transmit::Send(h) = tx.poll_transmit(now) else { panic!("should be allowed") };
+            let Transmit::Send(h) = tx.poll_transmit(now) else {
+                panic!("should be allowed")
+            };
             now += ms(100);
-            report = Some(tx.on_feedback(now, &feedback(&h, Duration::ZERO, 10_000.0, 0.0)).unwrap());
+            report = Some(
+                tx.on_feedback(now, &feedback(&h, Duration::ZERO, 10_000.0, 0.0))
+                    .unwrap(),
+            );
         }
         let report = report.unwrap();
         assert!(report.data_limited);
         // recv_limit = 2 * max(X_recv_set) = 20 000, but slow start never
         // drops X below the initial rate (40 000).
-        assert!(rel(tx.allowed_rate(), 40_000.0) < 1e-9, "{}", tx.allowed_rate());
+        assert!(
+            rel(tx.allowed_rate(), 40_000.0) < 1e-9,
+            "{}",
+            tx.allowed_rate()
+        );
     }
 }

@@ -16,14 +16,21 @@ pub struct UnitError {
 }
 
 fn split_number(input: &str) -> Option<(f64, &str)> {
-    let end = input.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(input.len());
+    let end = input
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(input.len());
     let number: f64 = input[..end].parse().ok()?;
     Some((number, input[end..].trim()))
 }
 
 /// Parses `ns`, `us`, `ms`, `s` or `min` after a non-negative number.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
-    let error = |problem| UnitError { input: input.to_owned(), kind: "duration", problem, example: "150ms or 10s" };
+    let error = |problem| UnitError {
+        input: input.to_owned(),
+        kind: "duration",
+        problem,
+        example: "150ms or 10s",
+    };
     let (number, unit) = split_number(input.trim()).ok_or_else(|| error("no number"))?;
     let seconds = match unit {
         "ns" => number * 1e-9,
@@ -40,7 +47,12 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
 /// Parses `bps`, `kbps`, `Mbps` or `Gbps` (bits per second, powers of 1000)
 /// after a positive number; returns bits per second.
 pub fn parse_bit_rate(input: &str) -> Result<f64, UnitError> {
-    let error = |problem| UnitError { input: input.to_owned(), kind: "bit rate", problem, example: "300kbps or 2Mbps" };
+    let error = |problem| UnitError {
+        input: input.to_owned(),
+        kind: "bit rate",
+        problem,
+        example: "300kbps or 2Mbps",
+    };
     let (number, unit) = split_number(input.trim()).ok_or_else(|| error("no number"))?;
     let scale = match unit {
         "bps" => 1.0,
@@ -81,12 +93,30 @@ mod tests {
     #[test]
     fn errors_say_what_is_wrong() {
         let e = parse_duration("10").unwrap_err().to_string();
-        assert_eq!(e, "'10' is not a duration: the unit is missing (write e.g. 150ms or 10s)");
-        assert!(parse_duration("10 hours").unwrap_err().to_string().contains("unknown unit"));
-        assert!(parse_duration("ms").unwrap_err().to_string().contains("no number"));
+        assert_eq!(
+            e,
+            "'10' is not a duration: the unit is missing (write e.g. 150ms or 10s)"
+        );
+        assert!(parse_duration("10 hours")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown unit"));
+        assert!(parse_duration("ms")
+            .unwrap_err()
+            .to_string()
+            .contains("no number"));
         assert!(parse_duration("-5s").is_err());
-        assert!(parse_bit_rate("0kbps").unwrap_err().to_string().contains("positive"));
-        assert!(parse_bit_rate("5").unwrap_err().to_string().contains("unit is missing"));
-        assert!(parse_bit_rate("5MB/s").unwrap_err().to_string().contains("unknown unit"));
+        assert!(parse_bit_rate("0kbps")
+            .unwrap_err()
+            .to_string()
+            .contains("positive"));
+        assert!(parse_bit_rate("5")
+            .unwrap_err()
+            .to_string()
+            .contains("unit is missing"));
+        assert!(parse_bit_rate("5MB/s")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown unit"));
     }
 }

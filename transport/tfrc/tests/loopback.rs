@@ -7,7 +7,9 @@ use std::thread;
 use std::time::Duration;
 
 use meshemu_tfrc::equation;
-use meshemu_tfrc::net::{FlowEnd, FlowSummary, ReceiverBinding, RecvOptions, SendOptions, SenderBinding, SenderSummary};
+use meshemu_tfrc::net::{
+    FlowEnd, FlowSummary, ReceiverBinding, RecvOptions, SendOptions, SenderBinding, SenderSummary,
+};
 use meshemu_tfrc::packet::Feedback;
 use meshemu_tfrc::re::{PhyParams, ReConfig};
 
@@ -66,9 +68,16 @@ fn flow(
 
 /// Sending rate and mean RTT over the reports from `from_s` on.
 fn steady_state(summary: &SenderSummary, from_s: f64) -> (f64, Duration) {
-    let lines: Vec<_> = summary.intervals.iter().filter(|l| l.start_s >= from_s).collect();
+    let lines: Vec<_> = summary
+        .intervals
+        .iter()
+        .filter(|l| l.start_s >= from_s)
+        .collect();
     let seconds: f64 = lines.iter().map(|l| l.end_s - l.start_s).sum();
-    let bits: f64 = lines.iter().map(|l| l.sending_rate_bps * (l.end_s - l.start_s)).sum();
+    let bits: f64 = lines
+        .iter()
+        .map(|l| l.sending_rate_bps * (l.end_s - l.start_s))
+        .sum();
     let rtts: Vec<f64> = lines.iter().filter_map(|l| l.rtt_ms).collect();
     let rtt_ms = rtts.iter().sum::<f64>() / rtts.len() as f64;
     (bits / 8.0 / seconds, Duration::from_secs_f64(rtt_ms / 1e3))
@@ -86,13 +95,21 @@ fn assert_near_equation(name: &str, summary: &SenderSummary) {
         rtt.as_secs_f64() * 1e3,
         100.0 * error
     );
-    assert!(error.abs() < 0.10, "{name}: {:+.1} % off the equation", 100.0 * error);
+    assert!(
+        error.abs() < 0.10,
+        "{name}: {:+.1} % off the equation",
+        100.0 * error
+    );
 }
 
 #[test]
 fn tfrc_converges_to_the_equation_over_real_sockets() {
     let (sent, received) = flow(receiver_options(100), 10, None, |_, _| {});
-    assert!((sent.loss_event_rate - 0.01).abs() < 1e-4, "p = {}", sent.loss_event_rate);
+    assert!(
+        (sent.loss_event_rate - 0.01).abs() < 1e-4,
+        "p = {}",
+        sent.loss_event_rate
+    );
     assert_near_equation("TFRC, 1 % loss, 20 ms", &sent);
     // Both ends agree on what happened.
     assert_eq!(received.ended_by, FlowEnd::Fin);
@@ -101,8 +118,15 @@ fn tfrc_converges_to_the_equation_over_real_sockets() {
     assert_eq!(received.sent_packets, Some(sent.sent_packets));
     // Every drop is declared lost, except one so close to the end that
     // fewer than three packets followed it.
-    assert!(received.lost_packets <= received.test_drops && received.test_drops <= received.lost_packets + 1);
-    assert!((received.loss_fraction - 0.01).abs() < 0.002, "loss {}", received.loss_fraction);
+    assert!(
+        received.lost_packets <= received.test_drops
+            && received.test_drops <= received.lost_packets + 1
+    );
+    assert!(
+        (received.loss_fraction - 0.01).abs() < 0.002,
+        "loss {}",
+        received.loss_fraction
+    );
     assert_eq!(received.hops, Some(1), "loopback is one hop");
 }
 
@@ -114,7 +138,11 @@ fn re_tfrc_with_hops_from_the_ttl_runs_at_the_equation_when_not_overloaded() {
     let (sent, _) = flow(receiver_options(100), 10, Some(re), |_, _| {});
     let re = sent.re.expect("RE summary");
     assert_eq!(re.hops, Some(1));
-    assert!(re.r_model_ms.is_some_and(|r| (r - 14.67).abs() < 0.1), "{:?}", re.r_model_ms);
+    assert!(
+        re.r_model_ms.is_some_and(|r| (r - 14.67).abs() < 0.1),
+        "{:?}",
+        re.r_model_ms
+    );
     assert!(re.increases > 0);
     assert_near_equation("RE-TFRC, 1 % loss, 20 ms", &sent);
 }
@@ -152,14 +180,21 @@ fn garbage_is_counted_and_ignored() {
     let (sent, received) = flow(receiver_options(100), 6, None, garbage);
     assert!(sent.feedback.malformed >= 400, "{:?}", sent.feedback);
     assert!(sent.feedback.unexpected >= 1, "{:?}", sent.feedback);
-    assert!(received.malformed_packets >= 190, "{}", received.malformed_packets);
+    assert!(
+        received.malformed_packets >= 190,
+        "{}",
+        received.malformed_packets
+    );
     // The flow itself is as without garbage.
     assert!((sent.loss_event_rate - 0.01).abs() < 1e-4);
     assert!(sent.feedback.accepted > 100);
 }
 
 fn tfrc(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tfrc")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_tfrc"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -170,33 +205,64 @@ fn the_tool_end_to_end() {
     let tx_json = dir.join("tx.json");
     let trace = dir.join("tx.trace");
     // Find a free port, then let the receiver take it.
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let bind = format!("127.0.0.1:{port}");
     let rx = Command::new(env!("CARGO_BIN_EXE_tfrc"))
-        .args(["recv", "--bind", &bind, "--once", "--drop-every", "50", "--feedback-delay", "10ms", "--stop-after", "30s", "-q"])
+        .args([
+            "recv",
+            "--bind",
+            &bind,
+            "--once",
+            "--drop-every",
+            "50",
+            "--feedback-delay",
+            "10ms",
+            "--stop-after",
+            "30s",
+            "-q",
+        ])
         .arg("--json")
         .arg(&rx_json)
         .spawn()
         .unwrap();
     thread::sleep(Duration::from_millis(300));
     let out = Command::new(env!("CARGO_BIN_EXE_tfrc"))
-        .args(["send", &bind, "-t", "3s", "--mode", "re-tfrc", "--hops", "4", "-q"])
+        .args([
+            "send", &bind, "-t", "3s", "--mode", "re-tfrc", "--hops", "4", "-q",
+        ])
         .arg("--json")
         .arg(&tx_json)
         .arg("--trace")
         .arg(&trace)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(rx.wait_with_output().unwrap().status.success());
-    let sent: serde_json::Value = serde_json::from_slice(&std::fs::read(&tx_json).unwrap()).unwrap();
-    let received: serde_json::Value = serde_json::from_slice(&std::fs::read(&rx_json).unwrap()).unwrap();
+    let sent: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&tx_json).unwrap()).unwrap();
+    let received: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&rx_json).unwrap()).unwrap();
     assert_eq!(sent["mode"], "re-tfrc");
     assert_eq!(sent["re"]["hops"], 4);
     assert_eq!(received["ended_by"], "fin");
     assert_eq!(sent["received_packets"], received["packets"]);
     assert!(sent["rtt_samples_ms"].as_array().unwrap().len() > 10);
-    for key in ["throughput_bps", "sending_rate_bps", "loss_event_rate", "loss_fraction", "jitter_ms", "rtt_ms"] {
+    for key in [
+        "throughput_bps",
+        "sending_rate_bps",
+        "loss_event_rate",
+        "loss_fraction",
+        "jitter_ms",
+        "rtt_ms",
+    ] {
         assert!(!sent[key].is_null(), "sender summary lacks {key}");
     }
     // The trace is JSON lines with a feedback line per accepted feedback.
@@ -206,28 +272,74 @@ fn the_tool_end_to_end() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|v| v["event"] == "feedback")
         .count();
-    assert_eq!(feedback_lines as u64, sent["feedback"]["accepted"].as_u64().unwrap());
+    assert_eq!(
+        feedback_lines as u64,
+        sent["feedback"]["accepted"].as_u64().unwrap()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bad_input_gets_a_clear_error() {
     let cases: &[(&[&str], &str)] = &[
-        (&["send", "127.0.0.1:9", "-t", "10"], "'10' is not a duration: the unit is missing"),
-        (&["send", "127.0.0.1:9", "--max-rate", "5MB/s"], "unknown unit"),
-        (&["send", "127.0.0.1"], "bad receiver address '127.0.0.1' (expected HOST:PORT)"),
-        (&["send", "127.0.0.1:9", "--size", "10"], "packet size 10 is outside 36..=65507"),
-        (&["send", "127.0.0.1:9", "--hops", "3"], "--hops only applies to --mode re-tfrc"),
-        (&["send", "127.0.0.1:9", "--mode", "re-tfrc", "--hops", "0"], "hop count must be at least 1"),
-        (&["send", "127.0.0.1:9", "--mode", "re-tfrc", "--re-tolerance", "2"], "tolerance 2 is outside 0..1"),
-        (&["recv", "--drop-every", "1"], "drop-every must be at least 2"),
-        (&["recv", "--bind", "127.0.0.1:1", "--json", "/nonexistent/dir/x.json"], "cannot create JSON output"),
+        (
+            &["send", "127.0.0.1:9", "-t", "10"],
+            "'10' is not a duration: the unit is missing",
+        ),
+        (
+            &["send", "127.0.0.1:9", "--max-rate", "5MB/s"],
+            "unknown unit",
+        ),
+        (
+            &["send", "127.0.0.1"],
+            "bad receiver address '127.0.0.1' (expected HOST:PORT)",
+        ),
+        (
+            &["send", "127.0.0.1:9", "--size", "10"],
+            "packet size 10 is outside 36..=65507",
+        ),
+        (
+            &["send", "127.0.0.1:9", "--hops", "3"],
+            "--hops only applies to --mode re-tfrc",
+        ),
+        (
+            &["send", "127.0.0.1:9", "--mode", "re-tfrc", "--hops", "0"],
+            "hop count must be at least 1",
+        ),
+        (
+            &[
+                "send",
+                "127.0.0.1:9",
+                "--mode",
+                "re-tfrc",
+                "--re-tolerance",
+                "2",
+            ],
+            "tolerance 2 is outside 0..1",
+        ),
+        (
+            &["recv", "--drop-every", "1"],
+            "drop-every must be at least 2",
+        ),
+        (
+            &[
+                "recv",
+                "--bind",
+                "127.0.0.1:1",
+                "--json",
+                "/nonexistent/dir/x.json",
+            ],
+            "cannot create JSON output",
+        ),
     ];
     for (args, expected) in cases {
         let out = tfrc(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} should fail");
-        assert!(stderr.contains(expected), "{args:?}: stderr {stderr:?} lacks {expected:?}");
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: stderr {stderr:?} lacks {expected:?}"
+        );
         assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
     }
 }

@@ -63,7 +63,12 @@ struct Run {
 }
 
 fn run(path: Path, re: Option<ReConfig>, duration: Duration, warm_up: Duration) -> Run {
-    let config = SenderConfig { session: SESSION, packet_size: PACKET, max_rate: None, re };
+    let config = SenderConfig {
+        session: SESSION,
+        packet_size: PACKET,
+        max_rate: None,
+        re,
+    };
     let mut tx = Sender::new(config, Duration::ZERO).unwrap();
     let mut rx = Receiver::new(SESSION, ReceiverConfig::default());
     let mut path = path;
@@ -102,7 +107,11 @@ fn run(path: Path, re: Option<ReConfig>, duration: Duration, warm_up: Duration) 
         }
         let next_event = events.peek().map_or(Duration::MAX, |Reverse((t, _))| *t);
         let next_rx = rx.poll_timeout().unwrap_or(Duration::MAX);
-        now = next_send.min(tx.poll_timeout()).min(next_event).min(next_rx).max(now);
+        now = next_send
+            .min(tx.poll_timeout())
+            .min(next_event)
+            .min(next_rx)
+            .max(now);
         while events.peek().is_some_and(|Reverse((t, _))| *t <= now) {
             let Reverse((_, id)) = events.pop().unwrap();
             match payloads[id as usize].take().unwrap() {
@@ -113,7 +122,9 @@ fn run(path: Path, re: Option<ReConfig>, duration: Duration, warm_up: Duration) 
                     rx.on_data(now, &header, PACKET - DATA_HEADER_LEN, None);
                 }
                 Event::Feedback(fb) => {
-                    let report = tx.on_feedback(now, &fb).expect("simulated feedback is valid");
+                    let report = tx
+                        .on_feedback(now, &fb)
+                        .expect("simulated feedback is valid");
                     if now >= warm_up {
                         rtts.push(report.rtt_sample);
                         reports.push(report);
@@ -133,11 +144,20 @@ fn run(path: Path, re: Option<ReConfig>, duration: Duration, warm_up: Duration) 
 }
 
 fn lossy(one_way_ms: u64, drop: impl Fn(u64) -> bool + 'static) -> Path {
-    Path { one_way: Duration::from_millis(one_way_ms), drop: Box::new(drop), bottleneck: None }
+    Path {
+        one_way: Duration::from_millis(one_way_ms),
+        drop: Box::new(drop),
+        bottleneck: None,
+    }
 }
 
 fn assert_converges(name: &str, one_way_ms: u64, drop: impl Fn(u64) -> bool + 'static) {
-    let r = run(lossy(one_way_ms, drop), None, Duration::from_secs(120), Duration::from_secs(30));
+    let r = run(
+        lossy(one_way_ms, drop),
+        None,
+        Duration::from_secs(120),
+        Duration::from_secs(30),
+    );
     let expected = equation::throughput(PACKET as f64, r.mean_rtt, r.receiver_p);
     let error = (r.sending_rate - expected) / expected;
     println!(
@@ -148,7 +168,11 @@ fn assert_converges(name: &str, one_way_ms: u64, drop: impl Fn(u64) -> bool + 's
         r.mean_rtt.as_secs_f64() * 1e3,
         100.0 * error
     );
-    assert!(error.abs() < 0.10, "{name}: {:+.1} % off the equation", 100.0 * error);
+    assert!(
+        error.abs() < 0.10,
+        "{name}: {:+.1} % off the equation",
+        100.0 * error
+    );
 }
 
 #[test]
@@ -162,16 +186,33 @@ fn converges_to_the_equation_with_periodic_loss() {
 fn a_burst_within_one_rtt_is_one_loss_event() {
     // Three consecutive packets lost every 300: one loss event per 300 packets.
     let drop = |seq: u64| seq % 300 >= 297;
-    let r = run(lossy(20, drop), None, Duration::from_secs(120), Duration::from_secs(30));
-    assert!((r.receiver_p - 1.0 / 300.0).abs() < 1e-4, "p = {}", r.receiver_p);
+    let r = run(
+        lossy(20, drop),
+        None,
+        Duration::from_secs(120),
+        Duration::from_secs(30),
+    );
+    assert!(
+        (r.receiver_p - 1.0 / 300.0).abs() < 1e-4,
+        "p = {}",
+        r.receiver_p
+    );
     let expected = equation::throughput(PACKET as f64, r.mean_rtt, r.receiver_p);
     assert!(((r.sending_rate - expected) / expected).abs() < 0.10);
 }
 
 #[test]
 fn the_sender_reports_the_receivers_loss_event_rate() {
-    let r = run(lossy(10, |seq| seq % 50 == 49), None, Duration::from_secs(60), Duration::from_secs(20));
-    assert!(r.reports.iter().all(|rep| (rep.p - 0.02).abs() < 1e-6), "p drifted");
+    let r = run(
+        lossy(10, |seq| seq % 50 == 49),
+        None,
+        Duration::from_secs(60),
+        Duration::from_secs(20),
+    );
+    assert!(
+        r.reports.iter().all(|rep| (rep.p - 0.02).abs() < 1e-6),
+        "p drifted"
+    );
     assert!(r.reports.iter().all(|rep| !rep.slow_start));
 }
 
@@ -180,13 +221,24 @@ fn the_sender_reports_the_receivers_loss_event_rate() {
 /// holds the RTT near its minimum and gives up little throughput.
 #[test]
 fn re_tfrc_keeps_the_queue_short_where_tfrc_fills_it() {
-    let bottleneck = || Bottleneck { bytes_per_second: 125_000.0, queue_packets: 50, departures: VecDeque::new() };
-    let path = || Path { one_way: Duration::from_millis(20), drop: Box::new(|_| false), bottleneck: Some(bottleneck()) };
+    let bottleneck = || Bottleneck {
+        bytes_per_second: 125_000.0,
+        queue_packets: 50,
+        departures: VecDeque::new(),
+    };
+    let path = || Path {
+        one_way: Duration::from_millis(20),
+        drop: Box::new(|_| false),
+        bottleneck: Some(bottleneck()),
+    };
     let duration = Duration::from_secs(300);
     let warm_up = Duration::from_secs(60);
     let tfrc = run(path(), None, duration, warm_up);
     // One hop: r(1) ≈ 15 ms is below the path's 40 ms, so the window minimum rules.
-    let re_config = ReConfig { hops: HopSource::Fixed(1), ..ReConfig::new(PhyParams::dsss(), PACKET) };
+    let re_config = ReConfig {
+        hops: HopSource::Fixed(1),
+        ..ReConfig::new(PhyParams::dsss(), PACKET)
+    };
     let re = run(path(), Some(re_config), duration, warm_up);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
@@ -197,8 +249,16 @@ fn re_tfrc_keeps_the_queue_short_where_tfrc_fills_it() {
         re.delivered_rate
     );
     assert!(ms(tfrc.mean_rtt) > 200.0, "TFRC should fill the queue");
-    assert!(ms(re.mean_rtt) < 0.5 * ms(tfrc.mean_rtt), "RE-TFRC should keep the RTT low");
-    assert!(re.delivered_rate > 0.8 * tfrc.delivered_rate, "RE-TFRC should keep most of the throughput");
-    assert!(re.reports.iter().any(|r| r.re.is_some()), "RE-TFRC never left slow start");
+    assert!(
+        ms(re.mean_rtt) < 0.5 * ms(tfrc.mean_rtt),
+        "RE-TFRC should keep the RTT low"
+    );
+    assert!(
+        re.delivered_rate > 0.8 * tfrc.delivered_rate,
+        "RE-TFRC should keep most of the throughput"
+    );
+    assert!(
+        re.reports.iter().any(|r| r.re.is_some()),
+        "RE-TFRC never left slow start"
+    );
 }
-

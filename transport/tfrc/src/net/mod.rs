@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use thiserror::Error;
 
-pub use recv::{run_receiver, FlowEnd, FlowInterval, FlowSummary, RecvOptions, ReceiverBinding};
+pub use recv::{run_receiver, FlowEnd, FlowInterval, FlowSummary, ReceiverBinding, RecvOptions};
 pub use send::{run_sender, SendOptions, SenderBinding, SenderInterval, SenderSummary};
 
 use crate::sender::ConfigError;
@@ -110,18 +110,31 @@ struct TraceLine<'a, E: Serialize> {
 
 impl Trace {
     fn create(path: &Path) -> Result<Self, RunError> {
-        let file = File::create(path).map_err(|source| RunError::Trace { path: path.to_owned(), source })?;
-        Ok(Self { path: path.to_owned(), out: BufWriter::new(file) })
+        let file = File::create(path).map_err(|source| RunError::Trace {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            out: BufWriter::new(file),
+        })
     }
 
     fn write<E: Serialize>(&mut self, t: f64, event: &E) -> Result<(), RunError> {
-        let error = |source| RunError::Trace { path: self.path.clone(), source };
-        serde_json::to_writer(&mut self.out, &TraceLine { t, event }).map_err(|e| error(e.into()))?;
+        let error = |source| RunError::Trace {
+            path: self.path.clone(),
+            source,
+        };
+        serde_json::to_writer(&mut self.out, &TraceLine { t, event })
+            .map_err(|e| error(e.into()))?;
         self.out.write_all(b"\n").map_err(error)
     }
 
     fn finish(mut self) -> Result<(), RunError> {
-        self.out.flush().map_err(|source| RunError::Trace { path: self.path, source })
+        self.out.flush().map_err(|source| RunError::Trace {
+            path: self.path,
+            source,
+        })
     }
 }
 
@@ -137,7 +150,10 @@ mod tests {
     #[test]
     fn spread_of_a_sample() {
         let s = Spread::of(&[5.0, 1.0, 3.0, 2.0, 4.0]).unwrap();
-        assert_eq!((s.count, s.min, s.mean, s.median, s.max), (5, 1.0, 3.0, 3.0, 5.0));
+        assert_eq!(
+            (s.count, s.min, s.mean, s.median, s.max),
+            (5, 1.0, 3.0, 3.0, 5.0)
+        );
         assert_eq!(s.p90, 5.0);
         assert_eq!(Spread::of(&[]), None);
     }

@@ -120,9 +120,26 @@ pub struct FlowSummary {
 #[derive(Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 enum RecvEvent {
-    Data { peer: SocketAddr, seq: u64, bytes: usize, ttl: Option<u8>, one_way_delay_ms: Option<f64>, outcome: &'static str },
-    Feedback { peer: SocketAddr, p: f64, x_recv_bps: f64, loss_events: u64, expedited: bool },
-    FlowEnd { peer: SocketAddr, session: u32, ended_by: FlowEnd },
+    Data {
+        peer: SocketAddr,
+        seq: u64,
+        bytes: usize,
+        ttl: Option<u8>,
+        one_way_delay_ms: Option<f64>,
+        outcome: &'static str,
+    },
+    Feedback {
+        peer: SocketAddr,
+        p: f64,
+        x_recv_bps: f64,
+        loss_events: u64,
+        expedited: bool,
+    },
+    FlowEnd {
+        peer: SocketAddr,
+        session: u32,
+        ended_by: FlowEnd,
+    },
 }
 
 struct Flow {
@@ -165,13 +182,19 @@ pub struct ReceiverBinding {
 impl ReceiverBinding {
     pub fn bind(options: RecvOptions) -> Result<Self, RunError> {
         if options.drop_every.is_some_and(|n| n < 2) {
-            return Err(RunError::Option("drop-every must be at least 2 (1 would drop everything)".into()));
+            return Err(RunError::Option(
+                "drop-every must be at least 2 (1 would drop everything)".into(),
+            ));
         }
         if options.report_interval.is_some_and(|i| i.is_zero()) {
-            return Err(RunError::Option("the report interval must be longer than zero".into()));
+            return Err(RunError::Option(
+                "the report interval must be longer than zero".into(),
+            ));
         }
         if options.idle_timeout.is_zero() {
-            return Err(RunError::Option("the idle timeout must be longer than zero".into()));
+            return Err(RunError::Option(
+                "the idle timeout must be longer than zero".into(),
+            ));
         }
         let addr = options.bind;
         let endpoint = Endpoint::bind(addr).map_err(|source| RunError::Bind { addr, source })?;
@@ -193,11 +216,18 @@ impl ReceiverBinding {
     ) -> Result<Vec<FlowSummary>, RunError> {
         tighten_timer_slack();
         let local = self.local_addr()?;
-        let trace = self.options.trace.as_deref().map(Trace::create).transpose()?;
+        let trace = self
+            .options
+            .trace
+            .as_deref()
+            .map(Trace::create)
+            .transpose()?;
         let mut server = RecvLoop {
             endpoint: &self.endpoint,
             opts: &self.options,
-            config: ReceiverConfig { history_discounting: self.options.history_discounting },
+            config: ReceiverConfig {
+                history_discounting: self.options.history_discounting,
+            },
             local,
             start: Instant::now(),
             cpu_start: thread_cpu_time(),
@@ -268,7 +298,10 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
                 let now = self.now();
                 let ttl = datagram.ttl;
                 match packet::parse(&buf[..datagram.len]) {
-                    Ok(Packet::Data { header, payload_len }) => self.on_data(now, datagram.from, &header, payload_len, ttl)?,
+                    Ok(Packet::Data {
+                        header,
+                        payload_len,
+                    }) => self.on_data(now, datagram.from, &header, payload_len, ttl)?,
                     Ok(Packet::Fin(fin)) => self.on_fin(now, datagram.from, &fin)?,
                     Ok(Packet::Feedback(_)) => self.unexpected += 1,
                     Err(_) => self.malformed += 1,
@@ -301,7 +334,9 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
             let deadline = self.next_deadline(next_report);
             let now = self.now();
             if deadline > now {
-                self.endpoint.wait(deadline - now).map_err(RunError::Receive)?;
+                self.endpoint
+                    .wait(deadline - now)
+                    .map_err(RunError::Receive)?;
             }
         }
     }
@@ -319,14 +354,32 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
             .unwrap_or(Duration::MAX)
     }
 
-    fn on_data(&mut self, now: Duration, peer: SocketAddr, header: &DataHeader, payload_len: usize, ttl: Option<u8>) -> Result<(), RunError> {
-        if self.flows.get(&peer).is_some_and(|f| f.rx.session() != header.session) {
+    fn on_data(
+        &mut self,
+        now: Duration,
+        peer: SocketAddr,
+        header: &DataHeader,
+        payload_len: usize,
+        ttl: Option<u8>,
+    ) -> Result<(), RunError> {
+        if self
+            .flows
+            .get(&peer)
+            .is_some_and(|f| f.rx.session() != header.session)
+        {
             self.finish(now, peer, FlowEnd::NewSession, None)?;
         }
         let config = self.config;
-        let flow = self.flows.entry(peer).or_insert_with(|| Flow::new(header.session, config, now));
+        let flow = self
+            .flows
+            .entry(peer)
+            .or_insert_with(|| Flow::new(header.session, config, now));
         flow.arrivals += 1;
-        if self.opts.drop_every.is_some_and(|n| flow.arrivals.is_multiple_of(n)) {
+        if self
+            .opts
+            .drop_every
+            .is_some_and(|n| flow.arrivals.is_multiple_of(n))
+        {
             flow.test_drops += 1;
             return Ok(());
         }
@@ -347,7 +400,14 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
                 DataOutcome::OtherSession => "other_session",
                 DataOutcome::Implausible => "implausible",
             };
-            let event = RecvEvent::Data { peer, seq: header.seq, bytes: payload_len + packet::DATA_HEADER_LEN, ttl, one_way_delay_ms, outcome };
+            let event = RecvEvent::Data {
+                peer,
+                seq: header.seq,
+                bytes: payload_len + packet::DATA_HEADER_LEN,
+                ttl,
+                one_way_delay_ms,
+                outcome,
+            };
             self.trace(now, &event)?;
         }
         Ok(())
@@ -366,7 +426,11 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
             }
             _ => {
                 // A repeated end-of-flow packet: repeat the answer if we have it.
-                let answer = self.finals.iter().find(|(p, s, _)| *p == peer && *s == fin.session).map(|(_, _, a)| *a);
+                let answer = self
+                    .finals
+                    .iter()
+                    .find(|(p, s, _)| *p == peer && *s == fin.session)
+                    .map(|(_, _, a)| *a);
                 match answer {
                     Some(answer) => self.queue_feedback(now, answer, peer),
                     None => {
@@ -392,7 +456,13 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
         Ok(())
     }
 
-    fn trace_feedback(&mut self, now: Duration, peer: SocketAddr, fb: &Feedback, loss_events: u64) -> Result<(), RunError> {
+    fn trace_feedback(
+        &mut self,
+        now: Duration,
+        peer: SocketAddr,
+        fb: &Feedback,
+        loss_events: u64,
+    ) -> Result<(), RunError> {
         let event = RecvEvent::Feedback {
             peer,
             p: fb.loss_event_rate,
@@ -403,8 +473,14 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
         self.trace(now, &event)
     }
 
-    fn queue_feedback(&mut self, now: Duration, bytes: [u8; FEEDBACK_LEN], to: SocketAddr) -> Result<(), RunError> {
-        self.delayed.push_back((now + self.opts.feedback_delay, bytes, to));
+    fn queue_feedback(
+        &mut self,
+        now: Duration,
+        bytes: [u8; FEEDBACK_LEN],
+        to: SocketAddr,
+    ) -> Result<(), RunError> {
+        self.delayed
+            .push_back((now + self.opts.feedback_delay, bytes, to));
         self.flush_delayed(now)
     }
 
@@ -415,7 +491,9 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
             }
             self.delayed.pop_front();
             // A full socket buffer loses the feedback like a lossy path would.
-            self.endpoint.send_to(&bytes, to).map_err(|source| RunError::Send { peer: to, source })?;
+            self.endpoint
+                .send_to(&bytes, to)
+                .map_err(|source| RunError::Send { peer: to, source })?;
         }
         Ok(())
     }
@@ -454,12 +532,25 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
         }
     }
 
-    fn finish(&mut self, now: Duration, peer: SocketAddr, ended_by: FlowEnd, fin: Option<&Fin>) -> Result<(), RunError> {
-        let Some(flow) = self.flows.remove(&peer) else { return Ok(()) };
+    fn finish(
+        &mut self,
+        now: Duration,
+        peer: SocketAddr,
+        ended_by: FlowEnd,
+        fin: Option<&Fin>,
+    ) -> Result<(), RunError> {
+        let Some(flow) = self.flows.remove(&peer) else {
+            return Ok(());
+        };
         let stats = flow.rx.stats().clone();
-        let duration = flow.last_arrival.saturating_sub(flow.first_arrival).as_secs_f64();
+        let duration = flow
+            .last_arrival
+            .saturating_sub(flow.first_arrival)
+            .as_secs_f64();
         let loss_fraction = match fin {
-            Some(fin) if fin.sent_packets > 0 => 1.0 - stats.packets as f64 / fin.sent_packets as f64,
+            Some(fin) if fin.sent_packets > 0 => {
+                1.0 - stats.packets as f64 / fin.sent_packets as f64
+            }
             _ => stats.lost_packets as f64 / (stats.packets + stats.lost_packets).max(1) as f64,
         };
         let summary = FlowSummary {
@@ -490,10 +581,19 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
             test_drops: flow.test_drops,
             malformed_packets: self.malformed,
             unexpected_packets: self.unexpected,
-            cpu_s: thread_cpu_time().saturating_sub(self.cpu_start).as_secs_f64(),
+            cpu_s: thread_cpu_time()
+                .saturating_sub(self.cpu_start)
+                .as_secs_f64(),
             intervals: flow.intervals,
         };
-        self.trace(now, &RecvEvent::FlowEnd { peer, session: summary.session, ended_by })?;
+        self.trace(
+            now,
+            &RecvEvent::FlowEnd {
+                peer,
+                session: summary.session,
+                ended_by,
+            },
+        )?;
         (self.on_flow_end)(&summary);
         self.finished.push(summary);
         Ok(())

@@ -133,7 +133,10 @@ pub struct SenderSummary {
 #[derive(Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 enum SendEvent<'a> {
-    Send { seq: u64, rate_bps: f64 },
+    Send {
+        seq: u64,
+        rate_bps: f64,
+    },
     Feedback {
         rtt_sample_ms: f64,
         rtt_ms: f64,
@@ -146,8 +149,13 @@ enum SendEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         re: Option<crate::re::ReStep>,
     },
-    Refused { reason: &'a str },
-    Nofeedback { x_bps: f64, rate_bps: f64 },
+    Refused {
+        reason: &'a str,
+    },
+    Nofeedback {
+        x_bps: f64,
+        rate_bps: f64,
+    },
 }
 
 /// A bound sender socket, ready to run.
@@ -159,10 +167,14 @@ pub struct SenderBinding {
 impl SenderBinding {
     pub fn bind(options: SendOptions) -> Result<Self, RunError> {
         if options.duration.is_zero() {
-            return Err(RunError::Option("the duration must be longer than zero".into()));
+            return Err(RunError::Option(
+                "the duration must be longer than zero".into(),
+            ));
         }
         if options.report_interval.is_some_and(|i| i.is_zero()) {
-            return Err(RunError::Option("the report interval must be longer than zero".into()));
+            return Err(RunError::Option(
+                "the report interval must be longer than zero".into(),
+            ));
         }
         let addr = options.bind.unwrap_or(match options.peer {
             SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
@@ -170,7 +182,9 @@ impl SenderBinding {
         });
         let endpoint = Endpoint::bind(addr).map_err(|source| RunError::Bind { addr, source })?;
         // The receiver counts hops from this TTL, whatever the sysctl says.
-        endpoint.set_ttl(ASSUMED_INITIAL_TTL).map_err(RunError::Socket)?;
+        endpoint
+            .set_ttl(ASSUMED_INITIAL_TTL)
+            .map_err(RunError::Socket)?;
         Ok(Self { endpoint, options })
     }
 
@@ -217,7 +231,10 @@ impl SenderBinding {
 }
 
 /// Runs one flow: bind, send, summarise.
-pub fn run_sender(options: SendOptions, on_interval: impl FnMut(&SenderInterval)) -> Result<SenderSummary, RunError> {
+pub fn run_sender(
+    options: SendOptions,
+    on_interval: impl FnMut(&SenderInterval),
+) -> Result<SenderSummary, RunError> {
     SenderBinding::bind(options)?.run(on_interval)
 }
 
@@ -276,7 +293,10 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
             let now = self.now();
             if now >= self.sender.poll_timeout() {
                 self.sender.handle_timeout(now);
-                let event = SendEvent::Nofeedback { x_bps: bps(self.sender.allowed_rate()), rate_bps: bps(self.sender.sending_rate()) };
+                let event = SendEvent::Nofeedback {
+                    x_bps: bps(self.sender.allowed_rate()),
+                    rate_bps: bps(self.sender.sending_rate()),
+                };
                 self.trace(now, &event)?;
             }
             let next_send = self.transmit(now)?;
@@ -290,7 +310,9 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
                 .min(self.opts.duration);
             let now = self.now();
             if deadline > now {
-                self.endpoint.wait(deadline - now).map_err(RunError::Receive)?;
+                self.endpoint
+                    .wait(deadline - now)
+                    .map_err(RunError::Receive)?;
             }
         }
         let end = self.opts.duration;
@@ -309,12 +331,19 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
                     header.wallclock_ns = wallclock_ns();
                     header.write(&mut self.data);
                     let peer = self.opts.peer;
-                    match self.endpoint.send_to(&self.data, peer).map_err(|source| RunError::Send { peer, source })? {
+                    match self
+                        .endpoint
+                        .send_to(&self.data, peer)
+                        .map_err(|source| RunError::Send { peer, source })?
+                    {
                         Sent::Sent => {}
                         Sent::Dropped => self.send_drops += 1,
                     }
                     if self.opts.trace_packets {
-                        let event = SendEvent::Send { seq: header.seq, rate_bps: bps(self.sender.sending_rate()) };
+                        let event = SendEvent::Send {
+                            seq: header.seq,
+                            rate_bps: bps(self.sender.sending_rate()),
+                        };
                         self.trace(now, &event)?;
                     }
                 }
@@ -366,7 +395,12 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
         Ok(())
     }
 
-    fn accept(&mut self, now: Duration, feedback: Feedback, report: &FeedbackReport) -> Result<(), RunError> {
+    fn accept(
+        &mut self,
+        now: Duration,
+        feedback: Feedback,
+        report: &FeedbackReport,
+    ) -> Result<(), RunError> {
         self.counts.accepted += 1;
         self.latest = Some(feedback);
         let sample_ms = report.rtt_sample * 1e3;
@@ -396,9 +430,14 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
     }
 
     fn report(&mut self, end: Duration) {
-        let length = end.saturating_sub(self.interval.start).as_secs_f64().max(1e-9);
+        let length = end
+            .saturating_sub(self.interval.start)
+            .as_secs_f64()
+            .max(1e-9);
         let packets = self.sender.stats().packets - self.interval.packets_at_start;
-        let received = self.received_bytes().saturating_sub(self.interval.received_bytes_at_start);
+        let received = self
+            .received_bytes()
+            .saturating_sub(self.interval.received_bytes_at_start);
         let samples = &self.interval.rtt_samples;
         let line = SenderInterval {
             start_s: self.interval.start.as_secs_f64(),
@@ -407,7 +446,8 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
             rate_bps: bps(self.sender.sending_rate()),
             x_bps: bps(self.sender.allowed_rate()),
             throughput_bps: bps(received as f64 / length),
-            rtt_ms: (!samples.is_empty()).then(|| samples.iter().sum::<f64>() / samples.len() as f64),
+            rtt_ms: (!samples.is_empty())
+                .then(|| samples.iter().sum::<f64>() / samples.len() as f64),
             loss_event_rate: self.sender.loss_event_rate(),
         };
         (self.on_interval)(&line);
@@ -430,10 +470,14 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
                 break;
             }
             let peer = self.opts.peer;
-            self.endpoint.send_to(&fin, peer).map_err(|source| RunError::Send { peer, source })?;
+            self.endpoint
+                .send_to(&fin, peer)
+                .map_err(|source| RunError::Send { peer, source })?;
             let until = (now + FIN_REPEAT).min(give_up);
             while self.final_feedback.is_none() && self.now() < until {
-                self.endpoint.wait(until - self.now()).map_err(RunError::Receive)?;
+                self.endpoint
+                    .wait(until - self.now())
+                    .map_err(RunError::Receive)?;
                 self.receive(true)?;
             }
         }
@@ -451,7 +495,11 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
         let loss_fraction = counters.map(|fb| {
             // With final counts every packet sent is accounted for; else only
             // those up to the highest the receiver had seen.
-            let expected = if self.final_feedback.is_some() { stats.packets } else { fb.highest_seq + 1 };
+            let expected = if self.final_feedback.is_some() {
+                stats.packets
+            } else {
+                fb.highest_seq + 1
+            };
             1.0 - fb.received_packets as f64 / expected.max(1) as f64
         });
         let re = opts.re.map(|config| {
@@ -461,7 +509,9 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
             };
             ReSummary {
                 hops,
-                r_model_ms: hops.and_then(|n| config.model.rtt(n.into()).ok()).map(|r| r.as_secs_f64() * 1e3),
+                r_model_ms: hops
+                    .and_then(|n| config.model.rtt(n.into()).ok())
+                    .map(|r| r.as_secs_f64() * 1e3),
                 increases: self.re_moves.0,
                 decreases: self.re_moves.1,
                 rtt_window_s: config.rtt_window.as_secs_f64(),
@@ -494,7 +544,9 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
             feedback: self.counts,
             nofeedback_expiries: stats.nofeedback_expiries,
             re,
-            cpu_s: thread_cpu_time().saturating_sub(self.cpu_start).as_secs_f64(),
+            cpu_s: thread_cpu_time()
+                .saturating_sub(self.cpu_start)
+                .as_secs_f64(),
             intervals: self.intervals,
         })
     }

@@ -7,7 +7,9 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
 use nix::poll::{ppoll, PollFd, PollFlags};
-use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage};
+use nix::sys::socket::{
+    recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage,
+};
 use nix::sys::time::TimeSpec;
 
 /// Socket buffers asked for, so bursts at high rates are not dropped.
@@ -47,10 +49,12 @@ impl Endpoint {
         // Forcing past rmem_max/wmem_max needs CAP_NET_ADMIN; otherwise the
         // kernel's limits apply.
         if setsockopt(&socket, sockopt::RcvBufForce, &SOCKET_BUFFER_BYTES).is_err() {
-            setsockopt(&socket, sockopt::RcvBuf, &SOCKET_BUFFER_BYTES).map_err(option_error("SO_RCVBUF"))?;
+            setsockopt(&socket, sockopt::RcvBuf, &SOCKET_BUFFER_BYTES)
+                .map_err(option_error("SO_RCVBUF"))?;
         }
         if setsockopt(&socket, sockopt::SndBufForce, &SOCKET_BUFFER_BYTES).is_err() {
-            setsockopt(&socket, sockopt::SndBuf, &SOCKET_BUFFER_BYTES).map_err(option_error("SO_SNDBUF"))?;
+            setsockopt(&socket, sockopt::SndBuf, &SOCKET_BUFFER_BYTES)
+                .map_err(option_error("SO_SNDBUF"))?;
         }
         Ok(Self { socket })
     }
@@ -62,7 +66,8 @@ impl Endpoint {
     /// Sets the TTL (hop limit) of outgoing packets.
     pub fn set_ttl(&self, ttl: u8) -> io::Result<()> {
         if self.local_addr()?.is_ipv4() {
-            setsockopt(&self.socket, sockopt::Ipv4Ttl, &i32::from(ttl)).map_err(option_error("IP_TTL"))
+            setsockopt(&self.socket, sockopt::Ipv4Ttl, &i32::from(ttl))
+                .map_err(option_error("IP_TTL"))
         } else {
             self.socket.set_ttl(ttl.into())
         }
@@ -71,16 +76,21 @@ impl Endpoint {
     /// Asks the kernel to report the TTL (hop limit) of received packets.
     pub fn report_ttl(&self) -> io::Result<()> {
         if self.local_addr()?.is_ipv4() {
-            setsockopt(&self.socket, sockopt::Ipv4RecvTtl, &true).map_err(option_error("IP_RECVTTL"))
+            setsockopt(&self.socket, sockopt::Ipv4RecvTtl, &true)
+                .map_err(option_error("IP_RECVTTL"))
         } else {
-            setsockopt(&self.socket, sockopt::Ipv6RecvHopLimit, &true).map_err(option_error("IPV6_RECVHOPLIMIT"))
+            setsockopt(&self.socket, sockopt::Ipv6RecvHopLimit, &true)
+                .map_err(option_error("IPV6_RECVHOPLIMIT"))
         }
     }
 
     pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<Sent> {
         match self.socket.send_to(buf, to) {
             Ok(_) => Ok(Sent::Sent),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(nix::Error::ENOBUFS as i32) => {
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(nix::Error::ENOBUFS as i32) =>
+            {
                 Ok(Sent::Dropped)
             }
             // An ICMP port unreachable from an earlier datagram: the peer is
@@ -95,7 +105,12 @@ impl Endpoint {
         // Room for one TTL (an int) control message.
         let mut cmsg = nix::cmsg_space!(i32);
         let mut iov = [io::IoSliceMut::new(buf)];
-        let msg = match recvmsg::<SockaddrStorage>(self.socket.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::MSG_DONTWAIT) {
+        let msg = match recvmsg::<SockaddrStorage>(
+            self.socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::MSG_DONTWAIT,
+        ) {
             Ok(msg) => msg,
             Err(nix::Error::EAGAIN) => return Ok(None),
             // ICMP errors from earlier sends surface here; they carry no data.
@@ -105,12 +120,18 @@ impl Endpoint {
         let from = msg.address.as_ref().and_then(to_socket_addr);
         let ttl = msg.cmsgs().ok().and_then(|mut cmsgs| {
             cmsgs.find_map(|c| match c {
-                ControlMessageOwned::Ipv4Ttl(ttl) | ControlMessageOwned::Ipv6HopLimit(ttl) => u8::try_from(ttl).ok(),
+                ControlMessageOwned::Ipv4Ttl(ttl) | ControlMessageOwned::Ipv6HopLimit(ttl) => {
+                    u8::try_from(ttl).ok()
+                }
                 _ => None,
             })
         });
         // A UDP socket always reports the sender's address.
-        Ok(from.map(|from| Datagram { len: msg.bytes, from, ttl }))
+        Ok(from.map(|from| Datagram {
+            len: msg.bytes,
+            from,
+            ttl,
+        }))
     }
 
     /// Waits until a datagram is waiting or `timeout` has passed.
@@ -127,7 +148,8 @@ fn to_socket_addr(addr: &SockaddrStorage) -> Option<SocketAddr> {
     if let Some(v4) = addr.as_sockaddr_in() {
         return Some(SocketAddr::V4((*v4).into()));
     }
-    addr.as_sockaddr_in6().map(|v6| SocketAddr::V6((*v6).into()))
+    addr.as_sockaddr_in6()
+        .map(|v6| SocketAddr::V6((*v6).into()))
 }
 
 /// Lets this thread's timers fire within a microsecond instead of Linux's
@@ -139,7 +161,9 @@ pub fn tighten_timer_slack() {
 
 /// CPU time this thread has used.
 pub fn thread_cpu_time() -> Duration {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map(Duration::from).unwrap_or_default()
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(Duration::from)
+        .unwrap_or_default()
 }
 
 /// Wall-clock time, ns since the Unix epoch (0 if the clock is before it).
