@@ -69,7 +69,8 @@ impl Endpoint {
             setsockopt(&self.socket, sockopt::Ipv4Ttl, &i32::from(ttl))
                 .map_err(option_error("IP_TTL"))
         } else {
-            self.socket.set_ttl(ttl.into())
+            setsockopt(&self.socket, sockopt::Ipv6Ttl, &i32::from(ttl))
+                .map_err(option_error("IPV6_UNICAST_HOPS"))
         }
     }
 
