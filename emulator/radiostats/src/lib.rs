@@ -5,7 +5,7 @@
 //! daemon running inside a node finds its own page through
 //! `/run/meshemu/by-netns/<inode of its network namespace>` ([`RadioStats::open_own`]).
 //!
-//! # Layout, version 1
+//! # Layout, version 2
 //!
 //! Native byte order, which meshemu only builds for little-endian hosts. Every
 //! field is 8-byte aligned in 8-byte words, so the page is an array of `u64`
@@ -14,14 +14,15 @@
 //! | offset | type | field |
 //! |---|---|---|
 //! | 0 | `[u8; 8]` | magic `MESHSTAT` |
-//! | 8 | `u32` | version = 1 |
-//! | 12 | `u32` | header size in bytes = offset of the node counters (40) |
+//! | 8 | `u32` | version = 2 |
+//! | 12 | `u32` | header size in bytes = offset of the node counters (48) |
 //! | 16 | `u64` | seq (sequence lock, odd while the writer is writing) |
 //! | 24 | `u64` | model time of the last update, ns |
 //! | 32 | `u32` | node index |
 //! | 36 | `u32` | number of peer entries after the counters |
-//! | 40 | [`NodeCounters`] | 56 `u64` (448 bytes) |
-//! | 488 | [`PeerEntry`] × peer count | 40 bytes each, entry *j* is node index *j* |
+//! | 40 | `u64` | waiters: threads blocked in [`RadioStats::wait_for_change`] |
+//! | 48 | [`NodeCounters`] | 56 `u64` (448 bytes) |
+//! | 496 | [`PeerEntry`] × peer count | 40 bytes each, entry *j* is node index *j* |
 //!
 //! The node's own entry in the peer table is present and stays zero, so that
 //! entry *j* is always node *j*.
@@ -30,16 +31,34 @@
 //!
 //! A sequence lock: the writer makes `seq` odd, writes, then makes it even
 //! again. A reader copies what it needs and retries if `seq` was odd or changed
-//! meanwhile ([`RadioStats::read`]). Readers never write to the page.
+//! meanwhile ([`RadioStats::read`]). Readers never write to the page, except
+//! the `waiters` word while they wait.
+//!
+//! # Waiting for a change
+//!
+//! A daemon that needs to react to its node's radio (e.g. release a packet when
+//! the interface queue drains) blocks in [`RadioStats::wait_for_change`]
+//! instead of polling: a futex on the low 32 bits of `seq` (shared, not
+//! private: the writer and the waiters map the same file). The waiter counts
+//! itself in `waiters`, then re-reads `seq` and sleeps only if it is still the
+//! value it saw; the writer, after making `seq` even, calls `FUTEX_WAKE` only
+//! when `waiters` is non-zero, so a page nobody waits on costs the writer one
+//! fence and one load per update. Both sides put a sequentially consistent
+//! fence between their store and their load, so either the writer sees the
+//! waiter or the waiter sees the new `seq`: no wake-up is lost. A waiter that
+//! dies while counted leaves `waiters` too high, which costs the writer
+//! needless wake calls, never a missed one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use bytemuck::{Pod, Zeroable};
-use memmap2::{Mmap, MmapMut};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 use serde::{Serialize, Serializer};
 
 #[cfg(not(target_endian = "little"))]
@@ -48,7 +67,7 @@ compile_error!("the radio statistics page is little-endian and read in native by
 /// `b"MESHSTAT"`, the first 8 bytes of every page.
 pub const MAGIC: [u8; 8] = *b"MESHSTAT";
 /// The layout version this crate writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Buckets of the attempt histograms; the last one counts 16 or more attempts.
 pub const HISTOGRAM_BUCKETS: usize = 16;
 /// Where the medium links each node's namespace inode to its page directory.
@@ -56,7 +75,7 @@ pub const BY_NETNS_DIR: &str = "/run/meshemu/by-netns";
 /// File name of the page inside a node's directory.
 pub const PAGE_FILE_NAME: &str = "radio";
 
-/// The page header (offsets 0..40).
+/// The page header (offsets 0..48).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct Header {
@@ -67,6 +86,8 @@ pub struct Header {
     pub time_ns: u64,
     pub node_index: u32,
     pub peer_count: u32,
+    /// Threads blocked waiting for a change of `seq`.
+    pub waiters: u64,
 }
 
 /// The node's counters, in page order; the names are those of the model's
@@ -160,9 +181,10 @@ const COUNTERS_SIZE: usize = std::mem::size_of::<NodeCounters>();
 const PEER_SIZE: usize = std::mem::size_of::<PeerEntry>();
 const SEQ_WORD: usize = 2;
 const TIME_WORD: usize = 3;
-const _: () = assert!(HEADER_SIZE == 40 && COUNTERS_SIZE == 448 && PEER_SIZE == 40);
+const WAITERS_WORD: usize = 5;
+const _: () = assert!(HEADER_SIZE == 48 && COUNTERS_SIZE == 448 && PEER_SIZE == 40);
 
-/// Size in bytes of a version-1 page with `peer_count` peer entries.
+/// Size in bytes of a version-2 page with `peer_count` peer entries.
 pub fn page_size(peer_count: u32) -> usize {
     HEADER_SIZE + COUNTERS_SIZE + peer_count as usize * PEER_SIZE
 }
@@ -194,6 +216,34 @@ fn words(bytes: &[u8]) -> &[AtomicU64] {
     // atomics, so concurrent access by the writer and readers is not a data race.
     // Atomic loads of lock-free sizes are allowed on read-only memory.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<AtomicU64>(), bytes.len() / WORD) }
+}
+
+/// The low 32 bits of `seq` (little-endian), the futex word.
+fn seq_futex(page: &[AtomicU64]) -> *const u32 {
+    std::ptr::from_ref(&page[SEQ_WORD]).cast::<u32>()
+}
+
+/// Wakes every thread blocked on the futex at `word`.
+fn futex_wake_all(word: *const u32) {
+    // SAFETY: `word` points into a live shared mapping; FUTEX_WAKE only uses
+    // the address as a key and never dereferences memory we do not own.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAKE, i32::MAX, std::ptr::null::<libc::timespec>());
+    }
+}
+
+/// Blocks while `*word == expected`, at most `timeout` (spurious returns are fine:
+/// the caller re-checks).
+fn futex_wait(word: *const u32, expected: u32, timeout: Duration) {
+    let timeout = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` points into a live shared mapping of at least 4 bytes;
+    // FUTEX_WAIT reads it atomically and sleeps; `timeout` outlives the call.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAIT, expected, &timeout as *const libc::timespec);
+    }
 }
 
 /// The medium's side: creates a node's page and publishes new counters.
@@ -230,6 +280,7 @@ impl Writer {
             time_ns: 0,
             node_index,
             peer_count,
+            waiters: 0,
         };
         let writer = Writer { map, seq: 0 };
         let page = words(&writer.map);
@@ -262,6 +313,11 @@ impl Writer {
         }
         self.seq += 1;
         seq.store(self.seq, Ordering::Release);
+        // Pairs with the fence in wait_for_change: we see the waiter, or it sees this seq.
+        fence(Ordering::SeqCst);
+        if page[WAITERS_WORD].load(Ordering::Relaxed) != 0 {
+            futex_wake_all(seq_futex(page));
+        }
     }
 }
 
@@ -279,6 +335,8 @@ pub struct Snapshot {
 /// A reader of one node's page (read-only mapping).
 pub struct RadioStats {
     map: Mmap,
+    /// A writable mapping of the header, made on the first wait (for `waiters`).
+    waitable: OnceLock<MmapMut>,
     path: PathBuf,
     node_index: u32,
     peer_count: usize,
@@ -335,6 +393,7 @@ impl RadioStats {
         }
         Ok(RadioStats {
             map,
+            waitable: OnceLock::new(),
             path: path.to_path_buf(),
             node_index: header.node_index,
             peer_count: header.peer_count as usize,
@@ -353,6 +412,44 @@ impl RadioStats {
     /// Number of peer entries (= nodes in the lab).
     pub fn peer_count(&self) -> usize {
         self.peer_count
+    }
+
+    /// The page's sequence number now (odd while the writer is writing):
+    /// pass it to [`wait_for_change`](Self::wait_for_change).
+    pub fn seq(&self) -> u64 {
+        words(&self.map)[SEQ_WORD].load(Ordering::Acquire)
+    }
+
+    /// Blocks until the page's sequence number differs from `seen` (the writer
+    /// published an update) or `timeout` has passed; returns whether it
+    /// changed. Needs write access to the page file for the `waiters` word (a
+    /// root daemon in a lab has it); the first call maps it.
+    pub fn wait_for_change(&self, seen: u64, timeout: Duration) -> Result<bool, Error> {
+        let waiters = self.waiters_word()?;
+        let page = words(&self.map);
+        waiters.fetch_add(1, Ordering::SeqCst);
+        // Pairs with the writer's fence: it sees us counted, or we see its seq.
+        fence(Ordering::SeqCst);
+        let now = page[SEQ_WORD].load(Ordering::SeqCst);
+        if now == seen {
+            // The futex compares 32 bits: a change of the whole word by a
+            // multiple of 2^32 updates within one wait is not a concern.
+            futex_wait(seq_futex(page), seen as u32, timeout);
+        }
+        waiters.fetch_sub(1, Ordering::SeqCst);
+        Ok(self.seq() != seen)
+    }
+
+    fn waiters_word(&self) -> Result<&AtomicU64, Error> {
+        if self.waitable.get().is_none() {
+            let file = OpenOptions::new().read(true).write(true).open(&self.path).map_err(io_error(&self.path))?;
+            // SAFETY: the medium never truncates a page (see Writer::create);
+            // only the `waiters` word of this mapping is ever written, atomically.
+            let map = unsafe { MmapOptions::new().len(HEADER_SIZE).map_mut(&file) }.map_err(io_error(&self.path))?;
+            let _ = self.waitable.set(map);
+        }
+        let header = self.waitable.get().expect("mapped above");
+        Ok(&words(header)[WAITERS_WORD])
     }
 
     /// A consistent copy of the whole page.
@@ -442,11 +539,12 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Header, seq), 16);
         assert_eq!(std::mem::offset_of!(Header, time_ns), 24);
         assert_eq!(std::mem::offset_of!(Header, peer_count), 36);
+        assert_eq!(std::mem::offset_of!(Header, waiters), 40);
         assert_eq!(std::mem::offset_of!(NodeCounters, queue_len_max), 23 * 8);
         assert_eq!(std::mem::offset_of!(NodeCounters, rts_attempts_hist), 24 * 8);
         assert_eq!(std::mem::offset_of!(PeerEntry, tx_acked), 8);
         assert_eq!(std::mem::offset_of!(PeerEntry, last_sinr_mdb), 36);
-        assert_eq!(page_size(3), 40 + 448 + 120);
+        assert_eq!(page_size(3), 48 + 448 + 120);
     }
 
     #[test]
@@ -463,7 +561,7 @@ mod tests {
         assert_eq!(&bytes[0..8], b"MESHSTAT");
         assert_eq!(u32::from_le_bytes(bytes[32..36].try_into().unwrap()), 7);
         assert_eq!(u64::from_le_bytes(bytes[16..24].try_into().unwrap()), 2, "seq even after one update");
-        assert_eq!(u64::from_le_bytes(bytes[40 + 8 * 8..40 + 9 * 8].try_into().unwrap()), 5);
+        assert_eq!(u64::from_le_bytes(bytes[48 + 8 * 8..48 + 9 * 8].try_into().unwrap()), 5);
 
         let reader = RadioStats::open(&path).unwrap();
         let snap = reader.read().unwrap();
@@ -521,6 +619,86 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         writer_thread.join().unwrap();
         assert!(distinct.len() >= 50, "the reader saw only {} different updates", distinct.len());
+    }
+
+    fn waiters(path: &Path) -> u64 {
+        let bytes = fs::read(path).unwrap();
+        u64::from_le_bytes(bytes[40..48].try_into().unwrap())
+    }
+
+    #[test]
+    fn a_waiter_wakes_on_an_update_and_times_out_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("radio");
+        let mut writer = Writer::create(&path, 0, 2).unwrap();
+        let reader = RadioStats::open(&path).unwrap();
+        let peers = [PeerEntry::default(); 2];
+
+        // No update: the wait lasts its timeout and reports no change.
+        let seen = reader.seq();
+        let start = std::time::Instant::now();
+        assert!(!reader.wait_for_change(seen, Duration::from_millis(50)).unwrap());
+        assert!(start.elapsed() >= Duration::from_millis(45), "returned after {:?}", start.elapsed());
+        assert_eq!(waiters(&path), 0, "the waiter uncounted itself");
+
+        // An update made while the reader sleeps wakes it long before its timeout.
+        let update_after = Duration::from_millis(100);
+        let writer_thread = std::thread::spawn(move || {
+            std::thread::sleep(update_after);
+            writer.update(1, &NodeCounters { queue_len: 3, ..Default::default() }, &peers);
+            writer
+        });
+        let start = std::time::Instant::now();
+        assert!(reader.wait_for_change(seen, Duration::from_secs(30)).unwrap());
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(90) && waited < Duration::from_secs(10), "woke after {waited:?}");
+        assert_eq!(reader.read_counters().unwrap().1.queue_len, 3);
+        let mut writer = writer_thread.join().unwrap();
+        assert_eq!(waiters(&path), 0);
+
+        // A change that happened before the call returns at once.
+        let seen = reader.seq();
+        writer.update(2, &NodeCounters::default(), &peers);
+        let start = std::time::Instant::now();
+        assert!(reader.wait_for_change(seen, Duration::from_secs(30)).unwrap());
+        assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn many_waits_against_a_busy_writer_lose_no_wake_up() {
+        // Every update is waited for: a lost wake-up would show as a wait
+        // that runs into its (long) timeout.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("radio");
+        let mut writer = Writer::create(&path, 0, 1).unwrap();
+        let reader = RadioStats::open(&path).unwrap();
+        let updates = 2_000u64;
+        let acknowledged = Arc::new(AtomicU64::new(0));
+        let writer_thread = {
+            let acknowledged = acknowledged.clone();
+            std::thread::spawn(move || {
+                for value in 1..=updates {
+                    // Wait until the reader has seen the previous update, so
+                    // each update lands while the reader is (about to be) asleep.
+                    while acknowledged.load(Ordering::Acquire) < value - 1 {
+                        std::thread::yield_now();
+                    }
+                    writer.update(value, &NodeCounters::default(), &[PeerEntry::default()]);
+                }
+            })
+        };
+        let mut seen = reader.seq();
+        for value in 1..=updates {
+            while reader.read_counters().unwrap().0 < value {
+                let start = std::time::Instant::now();
+                reader.wait_for_change(seen, Duration::from_secs(5)).unwrap();
+                assert!(start.elapsed() < Duration::from_secs(4), "update {value} did not wake the reader");
+                seen = reader.seq();
+            }
+            acknowledged.store(value, Ordering::Release);
+        }
+        writer_thread.join().unwrap();
+        assert_eq!(waiters(&path), 0);
     }
 
     #[test]
