@@ -54,7 +54,7 @@ pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
         ("MB/s", 8e6),
     ];
     let value = parse("rate", text, &units, Some(1.0))?.round();
-    if value < 1.0 || value > 1e12 {
+    if !(1.0..=1e12).contains(&value) {
         return Err(UnitError { what: "rate", text: text.into(), reason: "must be between 1 bit/s and 1 Tbit/s".into() });
     }
     Ok(value as u64)
