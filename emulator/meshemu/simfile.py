@@ -8,7 +8,6 @@ scenario of emulator/README.md section 3, run by `meshemu-medium sim -`.
 
 from __future__ import annotations
 
-import itertools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ from pydantic import Field, ValidationError, model_validator
 from . import medium
 from .errors import ConfigError, MediumError, Problem
 from .schema import Duration, Mac, PositiveDuration, PositiveRate, PositiveSize, Seed, StrictModel
-from .source import DataPath, Document, Mark, format_path, load_yaml, pydantic_problems
+from .source import DataPath, Document, load_yaml, pydantic_problems
+from .sweep import expand, inline_topology_file, seeds_of, sweep_paths
 from .topology import LinksFunction, Topology, resolve_mac, resolve_topology
 
 # The largest 802.11 MSDU: the model does not fragment.
@@ -100,109 +100,22 @@ def plan_sim(document: Document, *, links: LinksFunction = medium.links) -> SimP
     before anything runs; all problems are reported at once."""
     if not isinstance(document.data, dict):
         raise document.error((), "expected a mapping (a sim file)")
-    _inline_topology_file(document)
-    sweep = _sweep_entries(document)
+    inline_topology_file(document)
     problems: list[Problem] = []
     runs: list[SimRun] = []
-    for point in itertools.product(*[range(len(values)) for _, _, values in sweep]):
-        variant = document.copy()
-        params = {}
-        choices = {}
-        unreachable = []
-        for (text, path, values), choice in zip(sweep, point):
-            reason = _unreachable(variant.data, path)
-            if reason:
-                unreachable.append(document.problem(("sweep", text), reason, at_key=True))
-                continue
-            mark, _ = document.mark(("sweep", text, choice))
-            variant.replace(path, values[choice], Mark(mark.file, mark.line, mark.column, f"sweep.{text}[{choice}]"))
-            params[text] = values[choice]
-            choices[text] = choice
-        if unreachable:
-            problems.extend(unreachable)
+    for point in expand(document):
+        if isinstance(point, list):
+            problems.extend(point)
             continue
         try:
-            runs.extend(_runs_of(variant, params, choices, links))
+            runs.extend(_runs_of(point.document, point.params, point.choices, links))
         except ConfigError as exc:
             problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
     description = document.data.get("description")
     return SimPlan(document.file, description if isinstance(description, str) else None,
-                   [text for text, _, _ in sweep], [flow["name"] for flow in runs[0].scenario["flows"]], runs)
-
-
-def _inline_topology_file(document: Document) -> None:
-    """`topology: {file: PATH}` -> that file's content, located in its own file."""
-    topology = document.data.get("topology")
-    if not (isinstance(topology, dict) and "file" in topology):
-        return
-    if set(topology) != {"file"}:
-        raise document.error(("topology",), "give either file: or an inline topology, not both")
-    name = topology["file"]
-    if not isinstance(name, str):
-        raise document.error(("topology", "file"), "expected a path to a topology file")
-    mark, _ = document.mark(("topology", "file"))
-    path = Path(mark.file).parent / name
-    if not path.is_file():
-        raise document.error(("topology", "file"), f"no such file: {path}")
-    topology_document = load_yaml(path)
-    document.replace(("topology",), topology_document.data, topology_document)
-
-
-def _sweep_entries(document: Document) -> list[tuple[str, DataPath, list[Any]]]:
-    sweep = document.data.get("sweep")
-    if sweep is None:
-        return []
-    if not isinstance(sweep, dict):
-        raise document.error(("sweep",), "expected a mapping: dotted path -> list of values")
-    entries = []
-    problems = []
-    for text, values in sweep.items():
-        if not isinstance(values, list) or not values:
-            problems.append(document.problem(("sweep", text), "expected a non-empty list of values"))
-            continue
-        path = _parse_sweep_path(text)
-        if path is None or path[0] == "sweep":
-            problems.append(document.problem(("sweep", text), f"bad sweep path {text!r}: expected a dotted path "
-                                                              "into this file, such as topology.generate.n",
-                                             at_key=True))
-            continue
-        entries.append((text, path, values))
-    if problems:
-        raise ConfigError(problems)
-    return entries
-
-
-def _unreachable(data: Any, path: DataPath) -> str | None:
-    """Why a sweep cannot set `path` (a missing mapping is fine: it is made)."""
-    node = data
-    for depth, part in enumerate(path[:-1] if len(path) > 1 else ()):
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                return f"{format_path(path[:depth + 1])} is not an element of a list in this file"
-            node = node[part]
-        elif isinstance(node, dict):
-            node = node.get(part, {})
-        else:
-            return f"{format_path(path[:depth])} is not a mapping"
-    last = path[-1]
-    if isinstance(last, int) and not (isinstance(node, list) and last < len(node)):
-        return f"{format_path(path)} is not an element of a list in this file"
-    if isinstance(last, str) and not isinstance(node, dict):
-        return f"{format_path(path[:-1])} is not a mapping"
-    return None
-
-
-def _parse_sweep_path(text: Any) -> DataPath | None:
-    if not isinstance(text, str) or not text:
-        return None
-    path: list[str | int] = []
-    for part in text.split("."):
-        if not part:
-            return None
-        path.append(int(part) if part.isdigit() else part)
-    return tuple(path) if isinstance(path[0], str) else None
+                   sweep_paths(document), [flow["name"] for flow in runs[0].scenario["flows"]], runs)
 
 
 def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int],
@@ -211,7 +124,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
         spec = SimSpec.model_validate(document.data)
     except ValidationError as exc:
         raise ConfigError(pydantic_problems(document, exc.errors(), (), StrictModel.known_keys())) from None
-    seeds = spec.seeds or [spec.seed if spec.seed is not None else document.get(("topology", "seed"), 1)]
+    seeds = seeds_of(spec.seeds, spec.seed, document)
     mac = resolve_mac(spec.mac) if spec.mac is not None else None
     runs = []
     for seed in seeds:
