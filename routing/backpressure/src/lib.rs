@@ -1,1 +1,59 @@
-//! Per-flow fair queuing and hop-by-hop backpressure daemon (NFQUEUE)
+//! Per-flow fair queuing and hop-by-hop backpressure (Gupta, Krishnamurthy
+//! and Faloutsos), as a sans-IO library; the `bpd` daemon around it takes
+//! packets from NFQUEUE and gives them back in the order and at the time this
+//! library decides.
+//!
+//! - [`packet`]: the IPv4 fields the queueing reads, from untrusted bytes;
+//! - [`flow`]: classification by IP source, IP destination, next hop or
+//!   previous hop;
+//! - [`scheduler`]: per-flow queues, round-robin, buffer limits, release
+//!   gated by the radio's backlog, backpressure, age drops, counters;
+//! - [`downstream`]: what we believe of our neighbours' queues (overhearing,
+//!   beacons, oracle);
+//! - [`beacon`]: the beacon's wire format;
+//! - [`histogram`]: the per-packet processing time histogram.
+//!
+//! Time is an integer number of nanoseconds from any fixed origin ([`Nanos`]);
+//! nothing here reads a clock or does I/O.
+//!
+//! ```
+//! use std::net::Ipv4Addr;
+//! use meshemu_backpressure::downstream::Knowledge;
+//! use meshemu_backpressure::flow::{ClassifyBy, FlowKey};
+//! use meshemu_backpressure::scheduler::{Arrival, Config, Mode, Scheduler, Verdict};
+//!
+//! let config = Config {
+//!     mode: Mode::Backpressure { threshold: 1 },
+//!     classify: ClassifyBy::Source,
+//!     flow_limit: 50,
+//!     total_limit: 1000,
+//!     radio_depth: Some(2),
+//!     max_hold: 2_000_000_000,
+//!     flow_idle: 10_000_000_000,
+//!     knowledge: Knowledge::Overhear,
+//!     overhear_timeout: 200_000_000,
+//! };
+//! let mut scheduler = Scheduler::new(config).unwrap();
+//! let (source, next_hop) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+//! let packet = |id| Arrival { id, flow: FlowKey::Addr(source), next_hop, next_hop_forwards: true };
+//! let mut out = Vec::new();
+//! scheduler.radio(0, 0, 0, &mut out); // the radio's counters as read now
+//! scheduler.arrive(0, packet(1), &mut out);
+//! assert_eq!(out.pop().unwrap().verdict, Verdict::Accept); // released at once
+//! scheduler.arrive(1, packet(2), &mut out);
+//! assert!(out.is_empty()); // held: the next hop holds one of the flow already
+//! scheduler.arrive(2, packet(3), &mut out);
+//! assert_eq!(out.pop().unwrap().verdict, Verdict::Drop); // beyond the threshold
+//! scheduler.overheard(3, next_hop, FlowKey::Addr(source), 0xfeed, &mut out);
+//! assert_eq!(out.pop().unwrap().id, 2); // the next hop forwarded packet 1
+//! ```
+
+pub mod beacon;
+pub mod downstream;
+pub mod flow;
+pub mod histogram;
+pub mod packet;
+pub mod scheduler;
+
+/// Nanoseconds from an arbitrary fixed origin.
+pub type Nanos = u64;

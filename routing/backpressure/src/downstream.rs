@@ -1,0 +1,183 @@
+//! What an upstream node believes about its neighbours' per-flow queues
+//! (paper §4.2). Three sources of knowledge:
+//!
+//! - **overhear**: per (neighbour, flow), the packets we released towards the
+//!   neighbour that we have not yet heard it transmit onwards (promiscuous
+//!   reception). Each such packet is remembered with its release time and
+//!   forgotten after `overhear_timeout`, so a missed overhearing cannot block
+//!   a flow for good. Retransmissions of one frame are heard as identical
+//!   bytes and counted once.
+//! - **beacon**: the neighbour's own advertisement of its per-flow queue
+//!   lengths, plus what we released towards it since that advertisement and
+//!   still hold in our radio.
+//! - **oracle**: as beacon, but read from a table every node writes (the
+//!   paper's global array), before each release decision.
+//!
+//! A report (beacon or oracle) also corrects an overhearing estimate: it
+//! becomes the reported length plus our packets still on their way.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use crate::flow::FlowKey;
+use crate::Nanos;
+
+/// Where downstream queue lengths come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knowledge {
+    Overhear,
+    Beacon,
+    Oracle,
+}
+
+impl Knowledge {
+    pub fn name(self) -> &'static str {
+        match self {
+            Knowledge::Overhear => "overhear",
+            Knowledge::Beacon => "beacon",
+            Knowledge::Oracle => "oracle",
+        }
+    }
+}
+
+/// Fingerprints remembered per (neighbour, flow) to recognise retransmissions.
+const RECENT: usize = 8;
+
+#[derive(Debug, Default)]
+struct Estimate {
+    /// Overhear: release times of packets not yet heard forwarded, oldest first.
+    in_flight: VecDeque<Nanos>,
+    /// Beacon/oracle: the neighbour's last reported length.
+    reported: u32,
+    /// Beacon/oracle: released towards it since that report.
+    sent_since_report: u32,
+    recent: [u64; RECENT],
+    recent_next: usize,
+}
+
+/// Counters of the overhearing and reports, for the daemon's report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DownstreamCounters {
+    /// Overheard transmissions that matched a packet we had sent.
+    pub overheard_matched: u64,
+    /// Overheard retransmissions of a frame already counted.
+    pub overheard_duplicates: u64,
+    /// Overheard transmissions of a (neighbour, flow) with nothing outstanding.
+    pub overheard_unmatched: u64,
+    /// Outstanding packets forgotten after the overhearing timeout.
+    pub overhear_timeouts: u64,
+    /// Reports (beacon entries or oracle reads) applied.
+    pub reports: u64,
+    /// Reports that changed an estimate (drift corrected).
+    pub corrections: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Downstream {
+    knowledge: Knowledge,
+    overhear_timeout: Nanos,
+    estimates: HashMap<(Ipv4Addr, FlowKey), Estimate>,
+    pub(crate) counters: DownstreamCounters,
+}
+
+impl Downstream {
+    pub(crate) fn new(knowledge: Knowledge, overhear_timeout: Nanos) -> Self {
+        Downstream { knowledge, overhear_timeout, estimates: HashMap::new(), counters: DownstreamCounters::default() }
+    }
+
+    /// Packets of `flow` we believe queued at `neighbour`.
+    pub(crate) fn estimate(&self, neighbour: Ipv4Addr, flow: FlowKey) -> u32 {
+        let Some(e) = self.estimates.get(&(neighbour, flow)) else { return 0 };
+        match self.knowledge {
+            Knowledge::Overhear => e.in_flight.len() as u32,
+            Knowledge::Beacon | Knowledge::Oracle => e.reported.saturating_add(e.sent_since_report),
+        }
+    }
+
+    pub(crate) fn released(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey) {
+        let e = self.estimates.entry((neighbour, flow)).or_default();
+        match self.knowledge {
+            Knowledge::Overhear => e.in_flight.push_back(now),
+            Knowledge::Beacon | Knowledge::Oracle => e.sent_since_report += 1,
+        }
+    }
+
+    /// `neighbour` was heard transmitting a packet of `flow` (fingerprint of its bytes).
+    pub(crate) fn overheard(&mut self, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64) {
+        if self.knowledge != Knowledge::Overhear {
+            return;
+        }
+        let Some(e) = self.estimates.get_mut(&(neighbour, flow)) else {
+            self.counters.overheard_unmatched += 1;
+            return;
+        };
+        if e.recent.contains(&fingerprint) {
+            self.counters.overheard_duplicates += 1;
+            return;
+        }
+        e.recent[e.recent_next] = fingerprint;
+        e.recent_next = (e.recent_next + 1) % RECENT;
+        if e.in_flight.pop_front().is_some() {
+            self.counters.overheard_matched += 1;
+        } else {
+            self.counters.overheard_unmatched += 1;
+        }
+    }
+
+    /// `neighbour` reports `length` packets of `flow`; `ours_on_the_way` of
+    /// ours are still in our own radio (not yet at the neighbour).
+    pub(crate) fn report(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey, length: u32, ours_on_the_way: u32) {
+        let Some(e) = self.estimates.get_mut(&(neighbour, flow)) else { return };
+        self.counters.reports += 1;
+        match self.knowledge {
+            Knowledge::Overhear => {
+                let target = length as usize + (ours_on_the_way as usize).min(e.in_flight.len());
+                if target != e.in_flight.len() {
+                    self.counters.corrections += 1;
+                }
+                while e.in_flight.len() > target {
+                    e.in_flight.pop_front();
+                }
+                while e.in_flight.len() < target {
+                    e.in_flight.push_back(now);
+                }
+            }
+            Knowledge::Beacon | Knowledge::Oracle => {
+                let sent = e.sent_since_report.min(ours_on_the_way);
+                if (length, sent) != (e.reported, e.sent_since_report) {
+                    self.counters.corrections += 1;
+                }
+                e.reported = length;
+                e.sent_since_report = sent;
+            }
+        }
+    }
+
+    /// The flows we track at `neighbour` (a complete report zeroes the unlisted ones).
+    pub(crate) fn flows_at(&self, neighbour: Ipv4Addr) -> Vec<FlowKey> {
+        self.estimates.keys().filter(|(n, _)| *n == neighbour).map(|(_, f)| *f).collect()
+    }
+
+    /// Forgets outstanding packets older than the overhearing timeout.
+    pub(crate) fn expire(&mut self, now: Nanos) {
+        if self.knowledge != Knowledge::Overhear {
+            return;
+        }
+        for e in self.estimates.values_mut() {
+            while e.in_flight.front().is_some_and(|sent| sent + self.overhear_timeout <= now) {
+                e.in_flight.pop_front();
+                self.counters.overhear_timeouts += 1;
+            }
+        }
+    }
+
+    /// When the next outstanding packet times out.
+    pub(crate) fn next_expiry(&self) -> Option<Nanos> {
+        self.estimates.values().filter_map(|e| e.in_flight.front()).min().map(|sent| sent + self.overhear_timeout)
+    }
+
+    /// Forgets everything about `flow` (it expired).
+    pub(crate) fn forget_flow(&mut self, flow: FlowKey) {
+        self.estimates.retain(|(_, f), _| *f != flow);
+    }
+}
