@@ -1,0 +1,486 @@
+//! The AODV core with scripted time: single nodes fed by hand, and small
+//! networks where a harness carries control packets between neighbours.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use super::packet::{Message, Rreq};
+use super::{Aodv, Config};
+use crate::ondemand::{Event, Input, Output, Protocol, BROADCAST};
+
+fn ms(value: u64) -> Duration {
+    Duration::from_millis(value)
+}
+
+fn addr(index: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, index as u8 + 1)
+}
+
+fn rreqs(outputs: &[Output]) -> Vec<(u8, Rreq)> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { to, ttl, payload } if *to == BROADCAST => match Message::decode(payload) {
+                Ok(Message::Rreq(rreq)) => Some((*ttl, rreq)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// A network of AODV nodes: a packet sent at t reaches the sender's
+/// neighbours (all of them, or the addressed one) at t + 1 ms.
+struct Net {
+    nodes: Vec<Aodv>,
+    links: BTreeSet<(usize, usize)>,
+    now: Duration,
+    in_flight: Vec<(Duration, usize, Ipv4Addr, u8, Vec<u8>)>,
+    /// The kernel routes of every node: dst -> next hop.
+    kernel: Vec<BTreeMap<Ipv4Addr, Ipv4Addr>>,
+    /// Every output, with the node and the time.
+    log: Vec<(Duration, usize, Output)>,
+}
+
+impl Net {
+    fn new(count: usize, config: Config) -> Net {
+        Net {
+            nodes: (0..count).map(|i| Aodv::new(config.clone(), addr(i), i as u64, Duration::ZERO)).collect(),
+            links: BTreeSet::new(),
+            now: Duration::ZERO,
+            in_flight: Vec::new(),
+            kernel: vec![BTreeMap::new(); count],
+            log: Vec::new(),
+        }
+    }
+
+    fn chain(count: usize, config: Config) -> Net {
+        let mut net = Net::new(count, config);
+        for i in 1..count {
+            net.link(i - 1, i);
+        }
+        net
+    }
+
+    fn link(&mut self, a: usize, b: usize) {
+        self.links.insert((a.min(b), a.max(b)));
+    }
+
+    fn unlink(&mut self, a: usize, b: usize) {
+        self.links.remove(&(a.min(b), a.max(b)));
+    }
+
+    fn linked(&self, a: usize, b: usize) -> bool {
+        self.links.contains(&(a.min(b), a.max(b)))
+    }
+
+    fn input(&mut self, node: usize, input: Input<'_>) {
+        let mut out = Vec::new();
+        self.nodes[node].handle(self.now, input, &mut out);
+        self.apply(node, out);
+    }
+
+    fn apply(&mut self, node: usize, out: Vec<Output>) {
+        for output in out {
+            match &output {
+                Output::Send { to, ttl, payload } => {
+                    for peer in 0..self.nodes.len() {
+                        let addressed = *to == BROADCAST || *to == addr(peer);
+                        if peer != node && addressed && self.linked(node, peer) {
+                            self.in_flight.push((self.now + ms(1), peer, addr(node), *ttl, payload.clone()));
+                        }
+                    }
+                }
+                Output::SetRoute { dst, next_hop, .. } => {
+                    self.kernel[node].insert(*dst, *next_hop);
+                }
+                Output::DeleteRoute { dst } => {
+                    self.kernel[node].remove(dst);
+                }
+                _ => {}
+            }
+            self.log.push((self.now, node, output));
+        }
+    }
+
+    /// Runs every delivery and timer up to `until`.
+    fn run_until(&mut self, until: Duration) {
+        loop {
+            let delivery = self.in_flight.iter().map(|f| f.0).min();
+            let timer = self.nodes.iter().filter_map(|n| n.poll_at()).min();
+            let Some(next) = delivery.into_iter().chain(timer).min().filter(|&t| t <= until) else { break };
+            self.now = self.now.max(next);
+            if delivery == Some(next) {
+                let position = self.in_flight.iter().position(|f| f.0 == next).unwrap();
+                let (_, to, from, ttl, payload) = self.in_flight.remove(position);
+                self.input(to, Input::Control { from, ttl, payload: &payload });
+            } else {
+                for node in 0..self.nodes.len() {
+                    if self.nodes[node].poll_at().is_some_and(|t| t <= self.now) {
+                        self.input(node, Input::Tick);
+                    }
+                }
+            }
+        }
+        self.now = until;
+    }
+
+    /// The path data would take from `src` to `dst` over the kernel routes.
+    fn path(&self, src: usize, dst: usize) -> Option<Vec<usize>> {
+        let mut path = vec![src];
+        while *path.last().unwrap() != dst {
+            let here = *path.last().unwrap();
+            let next_hop = self.kernel[here].get(&addr(dst))?;
+            let next = (0..self.nodes.len()).find(|&i| addr(i) == *next_hop)?;
+            if path.contains(&next) || path.len() > self.nodes.len() {
+                return None;
+            }
+            path.push(next);
+        }
+        Some(path)
+    }
+
+    fn events(&self, node: usize) -> Vec<(Duration, Event)> {
+        self.log
+            .iter()
+            .filter(|(_, n, _)| *n == node)
+            .filter_map(|(t, _, o)| match o {
+                Output::Event(event) => Some((*t, event.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn outputs(&self, node: usize) -> Vec<Output> {
+        self.log.iter().filter(|(_, n, _)| *n == node).map(|(_, _, o)| o.clone()).collect()
+    }
+
+    /// Data flows `src` -> `dst` (and back) every 100 ms until `until`, as the
+    /// daemon reports it from the kernel's route-use lists.
+    fn traffic(&mut self, src: usize, dst: usize, until: Duration) {
+        while self.now < until {
+            if let Some(path) = self.path(src, dst) {
+                for &node in &path {
+                    self.input(node, Input::RouteUsed { addr: addr(dst) });
+                    self.input(node, Input::RouteUsed { addr: addr(src) });
+                }
+            }
+            let next = self.now + ms(100);
+            self.run_until(next.min(until));
+        }
+    }
+}
+
+fn quiet() -> Config {
+    // No HELLOs (and so link-layer feedback) unless a test wants them: fewer packets to look at.
+    Config { hello_interval_ms: 0, link_layer_feedback: true, broadcast_jitter_ms: 0, ..Config::default() }
+}
+
+#[test]
+fn rreq_for_unknown_destination_starts_expanding_ring() {
+    let config = Config { hello_interval_ms: 0, link_layer_feedback: true, ..Config::default() };
+    let mut node = Aodv::new(config.clone(), addr(0), 1, Duration::ZERO);
+    let target = addr(9);
+    let mut sent = Vec::new();
+    let mut out = Vec::new();
+    node.handle(ms(0), Input::NoRoute { src: addr(0), dst: target, local: true }, &mut out);
+    assert!(out.contains(&Output::Event(Event::DiscoveryStarted { dst: target })));
+    sent.push((ms(0), rreqs(&out)));
+    let mut dropped_at = None;
+    while let Some(now) = node.poll_at() {
+        let mut out = Vec::new();
+        node.handle(now, Input::Tick, &mut out);
+        sent.push((now, rreqs(&out)));
+        if out.contains(&Output::Drop { dst: target }) {
+            dropped_at = Some(now);
+            break;
+        }
+    }
+    let sent: Vec<(Duration, u8)> =
+        sent.into_iter().flat_map(|(t, r)| r.into_iter().map(move |(ttl, _)| (t, ttl))).collect();
+    // TTL 2, 4, 6 each wait 2 * 40 ms * (TTL + 2); then the diameter (35),
+    // retried twice with waits 2.8 s, 5.6 s, 11.2 s.
+    let expected = [(0, 2), (320, 4), (320 + 480, 6), (320 + 480 + 640, 35), (4240, 35), (9840, 35)];
+    let expected: Vec<(Duration, u8)> = expected.iter().map(|&(t, ttl)| (ms(t), ttl)).collect();
+    assert_eq!(sent, expected);
+    assert_eq!(dropped_at, Some(ms(9840 + 11200)));
+    let counters = node.counters();
+    assert_eq!((counters.discoveries_started, counters.discoveries_failed), (1, 1));
+    assert_eq!(counters.control_sent["rreq"].packets, 6);
+}
+
+#[test]
+fn first_rreq_asks_only_the_destination_with_an_unknown_sequence_number() {
+    let mut node = Aodv::new(quiet(), addr(0), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    node.handle(ms(5), Input::NoRoute { src: addr(0), dst: addr(3), local: true }, &mut out);
+    let (ttl, rreq) = rreqs(&out).remove(0);
+    assert_eq!(ttl, 2);
+    assert!(rreq.destination_only && rreq.unknown_seq && !rreq.gratuitous);
+    assert_eq!((rreq.orig, rreq.orig_seq, rreq.hop_count), (addr(0), 1, 0));
+}
+
+#[test]
+fn expanding_ring_off_floods_the_whole_network_at_once() {
+    let config = Config { expanding_ring_search: false, ..quiet() };
+    let mut node = Aodv::new(config, addr(0), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    node.handle(ms(0), Input::NoRoute { src: addr(0), dst: addr(3), local: true }, &mut out);
+    assert_eq!(rreqs(&out)[0].0, 35);
+}
+
+#[test]
+fn rreq_rate_limit_postpones_the_eleventh_discovery() {
+    let mut node = Aodv::new(quiet(), addr(0), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    for i in 0..11 {
+        node.handle(ms(0), Input::NoRoute { src: addr(0), dst: addr(100 + i), local: true }, &mut out);
+    }
+    let mut sent: Vec<(Duration, Ipv4Addr)> = rreqs(&out).into_iter().map(|(_, r)| (ms(0), r.dst)).collect();
+    assert_eq!(sent.len(), 10);
+    while let Some(now) = node.poll_at().filter(|&t| t < ms(5000)) {
+        let mut out = Vec::new();
+        node.handle(now, Input::Tick, &mut out);
+        sent.extend(rreqs(&out).into_iter().map(|(_, r)| (now, r.dst)));
+    }
+    for &(start, _) in &sent {
+        let in_window = sent.iter().filter(|(t, _)| *t >= start && *t < start + ms(1000)).count();
+        assert!(in_window <= 10, "{in_window} RREQs in the second from {start:?}");
+    }
+    let first_of_eleventh = sent.iter().find(|(_, dst)| *dst == addr(110)).map(|(t, _)| *t);
+    assert!(first_of_eleventh.is_some_and(|t| t >= ms(1000)), "{first_of_eleventh:?}");
+}
+
+#[test]
+fn discovery_over_a_chain_installs_routes_both_ways_and_releases_held_packets() {
+    let mut net = Net::chain(5, quiet());
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(4), local: true });
+    net.run_until(ms(2000));
+    assert_eq!(net.path(0, 4), Some(vec![0, 1, 2, 3, 4]));
+    assert_eq!(net.path(4, 0), Some(vec![4, 3, 2, 1, 0]));
+    let events = net.events(0);
+    let succeeded = events.iter().find_map(|(t, e)| match e {
+        Event::DiscoverySucceeded { hops, .. } => Some((*t, *hops)),
+        _ => None,
+    });
+    // TTL 2 found nothing (320 ms), TTL 4 reaches 4 hops: 4 ms out, 4 ms back.
+    assert_eq!(succeeded, Some((ms(328), 4)));
+    assert!(net.outputs(0).contains(&Output::Release { dst: addr(4) }));
+    // Only the destination answered (D flag): one RREP per hop on the way back.
+    let rreps: u64 = (0..5).map(|i| net.nodes[i].counters().control_sent.get("rrep").map_or(0, |t| t.packets)).sum();
+    assert_eq!(rreps, 4);
+}
+
+#[test]
+fn intermediate_node_answers_when_allowed_and_tells_the_destination() {
+    let config = Config { intermediate_replies: true, gratuitous_rrep: true, ..quiet() };
+    let mut net = Net::chain(4, config);
+    net.input(1, Input::NoRoute { src: addr(1), dst: addr(3), local: true });
+    net.run_until(ms(1000));
+    assert_eq!(net.path(1, 3), Some(vec![1, 2, 3]));
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+    net.run_until(ms(1100));
+    assert_eq!(net.path(0, 3), Some(vec![0, 1, 2, 3]));
+    // Node 1 answered from its table; node 3 learnt the way to 0 from the gratuitous RREP.
+    assert_eq!(net.nodes[3].counters().control_received.get("rreq").map_or(0, |t| t.packets), 1);
+    assert_eq!(net.path(3, 0), Some(vec![3, 2, 1, 0]));
+}
+
+#[test]
+fn destination_only_flag_keeps_intermediate_nodes_quiet() {
+    let mut net = Net::chain(4, quiet());
+    net.input(1, Input::NoRoute { src: addr(1), dst: addr(3), local: true });
+    net.run_until(ms(1000));
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+    net.run_until(ms(2000));
+    assert_eq!(net.path(0, 3), Some(vec![0, 1, 2, 3]));
+    // The second RREQ travelled to the destination itself.
+    assert_eq!(net.nodes[3].counters().control_received["rreq"].packets, 2);
+}
+
+#[test]
+fn destination_takes_the_sequence_number_the_originator_expects() {
+    let mut node = Aodv::new(quiet(), addr(1), 1, Duration::ZERO);
+    let rreq = Message::Rreq(Rreq {
+        join: false,
+        repair: false,
+        gratuitous: false,
+        destination_only: true,
+        unknown_seq: false,
+        hop_count: 0,
+        id: 1,
+        dst: addr(1),
+        dst_seq: 1,
+        orig: addr(0),
+        orig_seq: 5,
+    });
+    let mut out = Vec::new();
+    node.handle(ms(0), Input::Control { from: addr(0), ttl: 2, payload: &rreq.encode() }, &mut out);
+    assert_eq!(node.sequence_number(), 1);
+    // The same RREQ again (relayed by another neighbour) is a duplicate.
+    let mut out = Vec::new();
+    node.handle(ms(1), Input::Control { from: addr(0), ttl: 2, payload: &rreq.encode() }, &mut out);
+    assert!(!out.iter().any(|o| matches!(o, Output::Send { .. })));
+    assert_eq!(node.counters().ignored, 1);
+}
+
+#[test]
+fn malformed_and_own_packets_are_counted_and_dropped() {
+    let mut node = Aodv::new(quiet(), addr(0), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    node.handle(ms(0), Input::Control { from: addr(1), ttl: 1, payload: &[1, 0, 0] }, &mut out);
+    node.handle(ms(0), Input::Control { from: addr(1), ttl: 1, payload: &[] }, &mut out);
+    node.handle(ms(0), Input::Control { from: addr(0), ttl: 1, payload: &Message::RrepAck.encode() }, &mut out);
+    assert_eq!((node.counters().malformed, node.counters().ignored), (2, 1));
+    assert!(out.iter().all(|o| matches!(o, Output::Event(Event::Malformed { .. }))));
+}
+
+#[test]
+fn routes_expire_unless_data_uses_them() {
+    let mut net = Net::chain(3, quiet());
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+    net.run_until(ms(500));
+    assert!(net.path(0, 2).is_some());
+    net.traffic(0, 2, ms(20_000));
+    assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]), "used routes stay");
+    net.run_until(ms(20_000 + 5_000 + 100));
+    assert!(net.kernel[0].get(&addr(2)).is_none(), "idle routes expire after the active route timeout");
+    assert!(net.kernel[1].get(&addr(2)).is_none());
+}
+
+#[test]
+fn hello_loss_breaks_link_and_sends_rerr() {
+    let config = Config { broadcast_jitter_ms: 0, ..Config::default() };
+    let mut net = Net::chain(5, config);
+    net.run_until(ms(3000)); // HELLOs: every node knows its neighbours
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(4), local: true });
+    net.traffic(0, 4, ms(10_000));
+    assert_eq!(net.path(0, 4), Some(vec![0, 1, 2, 3, 4]));
+    net.unlink(3, 4);
+    net.traffic(0, 4, ms(14_000));
+    // Node 3 declares the link lost after 2 HELLO intervals (+100 ms slack) of silence.
+    let broken = net.events(3).into_iter().find_map(|(t, e)| match e {
+        Event::LinkBroken { neighbor, cause } if neighbor == addr(4) => Some((t, cause)),
+        _ => None,
+    });
+    let (broken_at, cause) = broken.expect("link 3-4 declared broken");
+    assert_eq!(cause, "hello loss");
+    assert!(broken_at > ms(10_000) && broken_at <= ms(10_000 + 2_100), "at {broken_at:?}");
+    // The RERR went hop by hop back to the source, which dropped its route.
+    let rerr_at_source = net.events(0).into_iter().find_map(|(t, e)| match e {
+        Event::RerrReceived { unreachable, .. } if unreachable.contains(&addr(4)) => Some(t),
+        _ => None,
+    });
+    assert_eq!(rerr_at_source, Some(broken_at + ms(3)));
+    assert!(net.kernel[0].get(&addr(4)).is_none());
+    assert_eq!(net.nodes[3].counters().rerr_sent, 1);
+}
+
+/// The paper's Fig. 1: the string A-B-C-D-E and F next to D and E.
+fn fig1(config: Config) -> Net {
+    let mut net = Net::new(6, config);
+    for (a, b) in [(0, 1), (1, 2), (2, 3), (3, 4), (3, 5), (4, 5)] {
+        net.link(a, b);
+    }
+    net
+}
+
+#[test]
+fn fig1_break_is_repaired_through_the_new_neighbour() {
+    // A-B-C-D-E and F next to D and E: E moves out of D's range.
+    let config = Config { broadcast_jitter_ms: 0, ..Config::default() };
+    let (a, d, e) = (0, 3, 4);
+    let mut net = fig1(config);
+    net.run_until(ms(3000));
+    net.input(a, Input::NoRoute { src: addr(a), dst: addr(e), local: true });
+    net.traffic(a, e, ms(10_000));
+    assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 4]));
+    net.unlink(d, e);
+    net.traffic(a, e, ms(11_000));
+    // The source's next packet finds no route once the RERR arrived: a new discovery.
+    net.run_until(ms(13_000));
+    net.input(a, Input::NoRoute { src: addr(a), dst: addr(e), local: true });
+    net.traffic(a, e, ms(16_000));
+    assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 5, 4]));
+    assert_eq!(net.path(e, a), Some(vec![4, 5, 3, 2, 1, 0]));
+    assert_eq!(net.nodes[a].counters().discoveries_succeeded, 2);
+}
+
+#[test]
+fn local_repair_finds_the_new_neighbour_without_telling_the_source() {
+    let config = Config { broadcast_jitter_ms: 0, local_repair: true, ..Config::default() };
+    let (a, d, e) = (0, 3, 4);
+    let mut net = fig1(config);
+    net.run_until(ms(3000));
+    net.input(a, Input::NoRoute { src: addr(a), dst: addr(e), local: true });
+    net.traffic(a, e, ms(10_000));
+    net.unlink(d, e);
+    net.traffic(a, e, ms(14_000));
+    assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 5, 4]));
+    assert!(net.events(d).iter().any(|(_, e)| matches!(e, Event::LocalRepairStarted { .. })));
+    // The repaired route is one hop longer: the RERR carries the N flag and the source keeps its route.
+    assert_eq!(net.nodes[a].counters().discoveries_started, 1);
+    assert_eq!(net.nodes[a].counters().route_breaks, 0);
+}
+
+#[test]
+fn link_layer_feedback_breaks_at_once_only_when_on() {
+    for feedback in [false, true] {
+        let config = Config { link_layer_feedback: feedback, broadcast_jitter_ms: 0, ..Config::default() };
+        let mut net = Net::chain(3, config);
+        net.run_until(ms(3000));
+        net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+        net.run_until(ms(3100));
+        net.input(1, Input::LinkFailed { neighbor: addr(2) });
+        assert_eq!(net.kernel[1].contains_key(&addr(2)), !feedback);
+    }
+}
+
+#[test]
+fn forwarded_packet_without_route_gets_a_rerr() {
+    let mut node = Aodv::new(quiet(), addr(1), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    node.handle(ms(0), Input::NoRoute { src: addr(0), dst: addr(7), local: false }, &mut out);
+    let rerr = out.iter().find_map(|o| match o {
+        Output::Send { to, ttl: 1, payload } if *to == BROADCAST => Message::decode(payload).ok(),
+        _ => None,
+    });
+    assert!(matches!(rerr, Some(Message::Rerr(r)) if r.unreachable == vec![(addr(7), 0)]));
+    assert_eq!(node.counters().forward_no_route, 1);
+}
+
+#[test]
+fn rerr_rate_limit_caps_rerrs_per_second() {
+    let mut node = Aodv::new(quiet(), addr(1), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    for i in 0..15 {
+        node.handle(ms(i), Input::NoRoute { src: addr(0), dst: addr(50), local: false }, &mut out);
+    }
+    assert_eq!(node.counters().rerr_sent, 10);
+    node.handle(ms(1000), Input::NoRoute { src: addr(0), dst: addr(50), local: false }, &mut out);
+    assert_eq!(node.counters().rerr_sent, 11);
+}
+
+#[test]
+fn missing_rrep_ack_blacklists_the_neighbour() {
+    let config = Config { rrep_ack: true, ..quiet() };
+    let mut net = Net::chain(3, config);
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+    net.run_until(ms(500));
+    // Acks were answered: nobody is blacklisted, routes work.
+    assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]));
+    assert!(net.nodes[1].counters().control_received.contains_key("rrep_ack"));
+}
+
+#[test]
+fn same_seed_same_outputs() {
+    let run = || {
+        let mut net = Net::chain(4, Config::default());
+        net.run_until(ms(2500));
+        net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+        net.run_until(ms(5000));
+        net.log
+    };
+    assert_eq!(run(), run());
+}
