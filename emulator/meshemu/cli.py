@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import medium, procs, simfile, units
 from .errors import ConfigError, LabError, MeshemuError
+from .experiment import plan as experiment_plan
 from .lab import Lab
 from .simfile import SimPlan, SimResult
 from .source import load_yaml
@@ -111,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
                                         "also after a crash")
     sub.add_argument("lab", nargs="?", metavar="LAB")
 
-    sub = command("validate", _validate, "check topology and sim files")
+    sub = command("validate", _validate, "check topology, sim and experiment files")
     sub.add_argument("files", nargs="+", metavar="FILE")
 
     sub = command("sim", _sim, "run a sim file in virtual time (every sweep point and seed)")
@@ -121,7 +122,42 @@ def _parser() -> argparse.ArgumentParser:
                      help="runs in parallel (default: the number of cores)")
     sub.add_argument("--dry-run", action="store_true",
                      help="print each run's scenario (the input of meshemu-medium sim) as one JSON line; run nothing")
+
+    sub = command("run", _run, "run an experiment file in labs: every sweep point and seed, one record per run")
+    sub.add_argument("file", metavar="EXPERIMENT")
+    _run_options(sub)
+
+    sub = command("report", _report, "tables with 90%% confidence intervals, paired t-tests and plots of a "
+                                      "results directory")
+    sub.add_argument("dir", metavar="RESULTS_DIR")
+    sub.add_argument("--x", metavar="PARAM", help="x axis of the plots: a swept parameter or hops "
+                                                  "(default: the first swept parameter)")
+    sub.add_argument("--group", metavar="PARAM", help="one series per value of this parameter")
+    sub.add_argument("--compare", metavar="PARAM", help="paired t-tests between the values of this parameter "
+                                                        "(default: --group)")
+    sub.add_argument("--metric", action="append", metavar="NAME",
+                     help="metrics to report, e.g. goodput_bps or medium.mac_drop_fraction (repeatable; "
+                          "default: goodput of every flow)")
+    sub.add_argument("--trace", metavar="RUN_ID", help="also draw the time series of this run (cwnd, RTT, "
+                                                       "sequence/ACK events)")
+
+    sub = command("demo", _demo, "the demo: chain7 with TCP and UDP flows to 1, 2, 4 and 7 hops, "
+                                  "and a table per hop count")
+    _run_options(sub, demo=True)
     return parser
+
+
+def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
+    sub.add_argument("--jobs", type=_positive_int, default=1,
+                     help="labs at once (default 1: labs run in real time; more than half the cores "
+                          "makes them late)")
+    sub.add_argument("--resume", action="store_true", help="skip the runs already recorded in the results")
+    sub.add_argument("--only", action="append", default=[], metavar="PARAM=VALUE",
+                     help="only the runs with this swept value (or seed=N); repeatable, all must match")
+    sub.add_argument("--set", action="append", default=[], dest="overrides", metavar="PATH=VALUE",
+                     help="override a value of the file (dotted path, YAML value), e.g. --set duration=20s")
+    sub.add_argument("--out", metavar="DIR", help="results directory (default: results/<experiment name>)")
+    sub.add_argument("--dry-run", action="store_true", help="list the runs and their ids; run nothing")
 
 
 def _positive_int(text: str) -> int:
@@ -343,6 +379,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _validate_one(name: str) -> str:
     document = load_yaml(name)
+    if experiment_plan.is_experiment_file(document):
+        runs = experiment_plan.plan_experiment(document).runs
+        return f"experiment file, {len(runs)} run{'s' if len(runs) != 1 else ''}"
     if simfile.is_sim_file(document):
         plan = simfile.plan_sim(document)
         return f"sim file, {len(plan.runs)} run{'s' if len(plan.runs) != 1 else ''}"
@@ -445,3 +484,65 @@ def _sim_table(plan: SimPlan, results: list[SimResult]) -> Table:
         row += [_mbps(sum(rates)), f"{delivered}/{generated}"]
         table.add_row(*row)
     return table
+
+
+# --- experiments --------------------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    plan = experiment_plan.load_experiment(args.file, overrides=args.overrides)
+    return _run_plan(plan, args)
+
+
+def _run_plan(plan: experiment_plan.Plan, args: argparse.Namespace) -> int:
+    from .experiment.results import ResultsDir
+    from .experiment.runner import Runner, cores, select_runs
+
+    runs = select_runs(plan, args.only)
+    results = ResultsDir(Path(args.out) if args.out else Path("results") / plan.name)
+    if args.dry_run:
+        for run in runs:
+            print(f"{run.run_id}  {run.label()}")
+        return 0
+    if os.geteuid() != 0:
+        raise LabError("experiments run in labs, which need root (network namespaces): run as root")
+    if not args.resume and results.records():
+        raise MeshemuError(f"{results.path} holds results already: --resume to add the missing runs, "
+                           "or --out DIR for a new directory")
+    if args.jobs > max(1, cores() // 2):
+        err.print(f"[yellow]warning: --jobs {args.jobs} on {cores()} cores: labs run in real time and may fall "
+                  "behind (runs are flagged behind_real_time)[/yellow]")
+    err.print(f"{escape(plan.description or plan.name)}: {len(runs)} runs, results in {results.path}")
+    summary = Runner(plan, results, args.jobs, err).run(runs, args.resume)
+    not_recorded = summary.pending - len(summary.done) - len(summary.failed)
+    parts = [f"{len(summary.done)} runs recorded"]
+    if summary.skipped_recorded:
+        parts.append(f"{summary.skipped_recorded} recorded before (skipped)")
+    if summary.failed:
+        parts.append(f"{len(summary.failed)} failed (see {results.path / 'failed.jsonl'})")
+    if summary.behind_real_time:
+        parts.append(f"{len(summary.behind_real_time)} behind real time")
+    if not_recorded:
+        parts.append(f"{not_recorded} not run")
+    err.print(", ".join(parts) + f"; report with: meshemu report {results.path}")
+    if summary.interrupted:
+        err.print("interrupted: nothing is left running; meshemu run --resume carries on")
+        return 130
+    return 1 if summary.failed else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .experiment import report
+
+    report.report(Path(args.dir), console=out, x=args.x, group=args.group, compare=args.compare,
+                  metrics=args.metric, trace=args.trace)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .experiment import demo
+
+    plan = experiment_plan.load_experiment(demo.demo_file(), overrides=args.overrides)
+    status = _run_plan(plan, args)
+    if status == 0 and not args.dry_run:
+        out.print(demo.table(Path(args.out) if args.out else Path("results") / plan.name, plan))
+    return status

@@ -1,0 +1,510 @@
+"""One run of an experiment in a lab of its own, in real time.
+
+    lab up -> node settings -> receivers and probes -> (time 0) flows start and
+    stop on schedule, radio counters at warm-up end and at the end -> drain ->
+    everything stopped -> lab down -> metrics from the tools' outputs
+
+Every wait checks the stop event (Ctrl-C): the run then raises `Interrupted`
+and its lab is torn down all the same. Programs run in the nodes with
+argument lists; their outputs are the run's artefacts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from .. import medium
+from ..errors import MeshemuError
+from ..lab import Lab, Node, Process
+from . import metrics, pcap
+from .plan import Flow, Run
+
+NS = 1_000_000_000
+# Receivers and probes get this long to start before time 0.
+LEAD_S = 1.5
+# How long clients may take to finish after their stop time (iperf3's final
+# exchange over a congested multi-hop path) before they are stopped.
+CLIENT_GRACE_S = 10.0
+PROCESS_GRACE_S = 3.0
+
+
+class Interrupted(MeshemuError):
+    """The run was stopped before its end (Ctrl-C)."""
+
+
+class RunFailed(MeshemuError):
+    """A tool of the run failed; the run has no valid result."""
+
+
+@dataclass
+class Tools:
+    """Absolute paths of the programs runs start in nodes."""
+
+    paths: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def find(cls, runs: list[Run]) -> "Tools":
+        needed = {"ss", "sysctl", "ip"}
+        for run in runs:
+            for flow in run.flows:
+                if flow.kind == "tcp":
+                    needed |= {"iperf3", "meshemu-tcpprobe"}
+                    if run.measure["capture"]:
+                        needed.add("tcpdump")
+                elif flow.kind == "udp":
+                    needed.add("iperf3" if flow.options["tool"] == "iperf3" else "meshemu-udp")
+                elif flow.kind == "tfrc":
+                    needed.add("tfrc")
+        tools = cls()
+        missing = []
+        for name in sorted(needed):
+            if name.startswith("meshemu-") or name == "tfrc":
+                try:
+                    tools.paths[name] = str(medium.find_program(name))
+                except MeshemuError:
+                    missing.append(name)
+            else:
+                found = shutil.which(name)
+                if found is None:
+                    missing.append(name)
+                else:
+                    tools.paths[name] = found
+        if missing:
+            raise MeshemuError(f"programs the experiment needs are missing: {', '.join(missing)} "
+                               "(./setup.sh installs and builds them)")
+        return tools
+
+    def __getitem__(self, name: str) -> str:
+        return self.paths[name]
+
+
+@dataclass
+class Started:
+    """A program the run started."""
+
+    role: str  # server | client | probe | capture | command
+    flow: Flow
+    process: Process
+    stdout: Path
+    stderr: Path
+
+
+@dataclass
+class Outcome:
+    metrics: dict[str, Any]
+    lateness: dict[str, Any] | None
+    behind_real_time: bool
+    started: float  # unix time
+    duration_s: float
+
+
+def control_overhead(lab: Lab) -> tuple[int, int] | None:
+    """Routing control traffic (bytes, packets) of the lab's routing daemons,
+    from the routing plug-in's `meshemu.routing.control_overhead(lab)` when
+    one is installed; static routing sends none."""
+    try:
+        routing = importlib.import_module("meshemu.routing")
+    except ModuleNotFoundError:
+        routing = None
+    function: Callable[[Lab], tuple[int, int] | None] | None = getattr(routing, "control_overhead", None)
+    if function is not None:
+        return function(lab)
+    return (0, 0) if lab.config.get("routing") in ("static", "none") else None
+
+
+class Execution:
+    def __init__(self, run: Run, lab_name: str, artefacts: Path, tools: Tools, stop: threading.Event):
+        self.run = run
+        self.lab_name = lab_name
+        self.dir = artefacts
+        self.tools = tools
+        self.stop = stop
+        self.started: list[Started] = []
+        self.files: list[IO[bytes]] = []
+        self.t0_wall_ns = 0
+        self.t0_mono = 0.0
+        self.phase = "starting"
+
+    # --- waiting ---
+
+    def _sleep_until(self, run_time_s: float) -> None:
+        while True:
+            remaining = self.t0_mono + run_time_s - time.monotonic()
+            if remaining <= 0:
+                return
+            if self.stop.wait(min(remaining, 0.2)):
+                raise Interrupted("stopped")
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise Interrupted("stopped")
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.t0_mono if self.t0_mono else 0.0
+
+    # --- programs ---
+
+    def _spawn(self, node: Node, role: str, flow: Flow, suffix: str, argv: list[str]) -> Started:
+        stdout = self.dir / f"{flow.name}.{suffix}"
+        stderr = self.dir / f"{flow.name}.{suffix}.err"
+        out, err = open(stdout, "wb"), open(stderr, "wb")
+        self.files += [out, err]
+        process = node.spawn(argv, stdout=out, stderr=err)
+        started = Started(role, flow, process, stdout, stderr)
+        self.started.append(started)
+        return started
+
+    def _window_ns(self, flow: Flow) -> tuple[int, int]:
+        """The flow's measurement window, wall-clock ns."""
+        start = max(self.run.warmup_ns, flow.start_ns)
+        return self.t0_wall_ns + start, self.t0_wall_ns + flow.stop_ns
+
+    def _wait_listening(self, node: Node, protocol: str, port: int) -> None:
+        deadline = time.monotonic() + LEAD_S
+        while True:
+            result = node.run([self.tools["ss"], "-H", "-l", "-n", f"-{protocol[0]}", "sport", "=", f":{port}"],
+                              timeout=10)
+            if result.stdout.strip():
+                return
+            if time.monotonic() > deadline:
+                raise RunFailed(f"nothing listens on {protocol} port {port} in {node.name} after {LEAD_S} s")
+            self._check_stop()
+            time.sleep(0.02)
+
+    def _start_receivers(self, lab: Lab) -> None:
+        for flow in self.run.flows:
+            if flow.kind == "command":
+                continue
+            assert flow.dst is not None and flow.src is not None and flow.port is not None
+            dst, src = lab[flow.dst], lab[flow.src]
+            if flow.kind == "tcp" or (flow.kind == "udp" and flow.options["tool"] == "iperf3"):
+                self._spawn(dst, "server", flow, "server.json",
+                            [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
+                self._wait_listening(dst, "tcp", flow.port)
+            elif flow.kind == "udp":
+                start, end = self._window_ns(flow)
+                self._spawn(dst, "server", flow, "recv.jsonl",
+                            [self.tools["meshemu-udp"], "recv", "--port", str(flow.port), "--json", "--interval", "1s",
+                             "--window-start", str(start), "--window-end", str(end)])
+                self._wait_listening(dst, "udp", flow.port)
+            else:
+                self._spawn(dst, "server", flow, "recv.jsonl",
+                            [self.tools["tfrc"], "recv", "--bind", f"0.0.0.0:{flow.port}", "--once", "--json", "-",
+                             "--quiet"])
+                self._wait_listening(dst, "udp", flow.port)
+            if flow.kind == "tcp":
+                interval_ms = self.run.measure["tcp_trace"] / 1e6
+                self._spawn(src, "probe", flow, "tcpinfo.jsonl",
+                            [self.tools["meshemu-tcpprobe"], "--port", str(flow.port), "--interval",
+                             f"{interval_ms:g}ms"])
+                if self.run.measure["capture"]:
+                    self._spawn(src, "capture", flow, "tcpdump.out",
+                                [self.tools["tcpdump"], "-i", "wlan0", "-s", "96", "-U", "-n", "-w",
+                                 str(self.dir / f"{flow.name}.pcap"), "tcp", "port", str(flow.port)])
+
+    def _start_client(self, lab: Lab, flow: Flow) -> None:
+        if flow.kind == "command":
+            assert flow.src is not None
+            self._spawn(lab[flow.src], "command", flow, "out", list(flow.options["argv"]))
+            return
+        assert flow.src is not None and flow.dst is not None and flow.port is not None
+        src, dst = lab[flow.src], lab[flow.dst]
+        seconds = (flow.stop_ns - flow.start_ns) / NS
+        if flow.kind == "tcp":
+            argv = [self.tools["iperf3"], "-c", dst.ip, "-p", str(flow.port), "-t", str(round(seconds)), "-J",
+                    "-i", "1"]
+            options = flow.options
+            if options["cc"]:
+                argv += ["-C", options["cc"]]
+            if options["mss"]:
+                argv += ["-M", str(options["mss"])]
+            if options["window"]:
+                argv += ["-w", str(options["window"])]
+            self._spawn(src, "client", flow, "client.json", argv)
+        elif flow.options["tool"] == "iperf3":
+            self._spawn(src, "client", flow, "client.json",
+                        [self.tools["iperf3"], "-c", dst.ip, "-u", "-p", str(flow.port), "-t", str(round(seconds)),
+                         "-b", str(flow.options["rate_bps"]), "-l", str(flow.options["packet"]), "-J", "-i", "1"])
+        elif flow.kind == "udp":
+            start, end = self._window_ns(flow)
+            self._spawn(src, "client", flow, "send.json",
+                        [self.tools["meshemu-udp"], "send", "--dst", f"{dst.ip}:{flow.port}",
+                         "--rate", str(flow.options["rate_bps"]), "--size", str(flow.options["packet"]),
+                         "--duration", f"{flow.stop_ns - flow.start_ns}ns", "--flow-id", str(flow.port),
+                         "--json", "--window-start", str(start), "--window-end", str(end)])
+        else:
+            argv = [self.tools["tfrc"], "send", f"{dst.ip}:{flow.port}", "--duration", f"{seconds:g}s",
+                    "--size", str(flow.options["packet"]), "--mode", flow.options["mode"], "--json", "-", "--quiet"]
+            if flow.options["rate_cap_bps"]:
+                argv += ["--max-rate", f"{flow.options['rate_cap_bps']}bps"]
+            self._spawn(src, "client", flow, "send.json", argv)
+
+    def _stop_flow_commands(self, flow: Flow) -> None:
+        for started in self.started:
+            if started.flow is flow and started.role == "command" and started.process.poll() is None:
+                started.process.terminate()
+
+    def _wait_exit(self, roles: set[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for started in self.started:
+            if started.role not in roles:
+                continue
+            while started.process.poll() is None and time.monotonic() < deadline:
+                if self.stop.wait(0.05):
+                    raise Interrupted("stopped")
+
+    def _terminate(self, roles: set[str] | None = None) -> None:
+        """SIGTERM (SIGKILL after a grace) to the programs still running."""
+        running = [s for s in self.started if (roles is None or s.role in roles) and s.process.poll() is None]
+        for started in running:
+            started.process.terminate()
+        deadline = time.monotonic() + PROCESS_GRACE_S
+        for started in running:
+            while started.process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if started.process.poll() is None:
+                started.process.kill()
+                started.process.wait()
+
+    # --- node settings ---
+
+    def _apply_settings(self, lab: Lab) -> None:
+        for node_name, settings in self.run.sysctl.items():
+            for key, value in settings.items():
+                lab[node_name].run([self.tools["sysctl"], "-q", "-w", f"{key}={value}"], timeout=10, check=True)
+        for node_name in self.run.routes_quickack:
+            set_quickack(lab[node_name], self.tools["ip"])
+
+    # --- live figures ---
+
+    def live_goodput_bps(self) -> float | None:
+        """Goodput of the flows running now, from the last samples and reports."""
+        total = None
+        for started in list(self.started):
+            if started.process.poll() is not None:
+                continue
+            rate = None
+            if started.role == "probe":
+                rows = [row for row in metrics.read_tail(started.stdout) if row.get("dport") == started.flow.port]
+                connections: dict[int, list[dict[str, Any]]] = {}
+                for row in rows:
+                    connections.setdefault(row["sport"], []).append(row)
+                if connections:
+                    busiest = max(connections.values(), key=lambda r: r[-1]["bytes_acked"])
+                    first, last = busiest[0], busiest[-1]
+                    if last["time_ns"] > first["time_ns"]:
+                        rate = (last["bytes_acked"] - first["bytes_acked"]) * 8e9 / (last["time_ns"] - first["time_ns"])
+            elif started.role == "server" and started.stdout.suffix == ".jsonl" and started.flow.kind == "udp":
+                intervals = [row for row in metrics.read_tail(started.stdout) if row.get("type") == "interval"]
+                if intervals:
+                    rate = intervals[-1]["bytes"] * 8.0
+            if rate is not None:
+                total = (total or 0.0) + rate
+        return total
+
+    # --- the run ---
+
+    def execute(self) -> Outcome:
+        run = self.run
+        self.dir.mkdir(parents=True, exist_ok=True)
+        started_at = time.time()
+        lab = Lab(run.topology, name=self.lab_name)
+        snapshots: list[dict[str, Any]] = []
+        lateness = None
+        overhead = None
+        try:
+            self.phase = "bringing up the lab"
+            lab.up()
+            self._check_stop()
+            self._apply_settings(lab)
+            self.phase = "starting receivers"
+            self.t0_wall_ns = time.time_ns() + int(LEAD_S * NS)
+            self.t0_mono = time.monotonic() + LEAD_S
+            self._start_receivers(lab)
+            self.phase = "running"
+            for when_ns, action, flow in self._schedule():
+                self._sleep_until(when_ns / NS)
+                if action == "snapshot":
+                    snapshots.append({"t_s": self.elapsed_s(), "nodes": _counters(lab.stats())})
+                elif action == "start":
+                    assert flow is not None
+                    self._start_client(lab, flow)
+                elif action == "stop":
+                    assert flow is not None
+                    self._stop_flow_commands(flow)
+            lateness = lab.control("lateness")
+            self.phase = "draining"
+            self._wait_exit({"client"}, CLIENT_GRACE_S)
+            self._sleep_until((run.duration_ns + run.measure["drain"]) / NS)
+            self._wait_exit({"server"}, 1.0 if any(f.kind == "tcp" for f in run.flows) else 0.0)
+            overhead = control_overhead(lab)
+        finally:
+            self.phase = "tearing down"
+            self._terminate()
+            lab.down()
+            for file in self.files:
+                file.close()
+        self._record_processes()
+        return self._outcome(snapshots, lateness, overhead, started_at)
+
+    def _schedule(self) -> list[tuple[int, str, Flow | None]]:
+        """(run time ns, action, flow), in order; snapshots come first at equal times."""
+        run = self.run
+        events: list[tuple[int, int, str, Flow | None]] = [(run.warmup_ns, 0, "snapshot", None)]
+        interval = run.measure.get("stats_interval")
+        if interval:
+            events += [(t, 0, "snapshot", None) for t in range(interval, run.duration_ns, interval) if t != run.warmup_ns]
+        for flow in run.flows:
+            events.append((flow.start_ns, 1, "start", flow))
+            if flow.kind == "command" and flow.options["stop_given"]:
+                events.append((flow.stop_ns, 1, "stop", flow))
+        events.append((run.duration_ns, 2, "snapshot", None))
+        return [(when, action, flow) for when, _, action, flow in sorted(events, key=lambda e: (e[0], e[1]))]
+
+    def _record_processes(self) -> None:
+        table = [{"flow": s.flow.name, "role": s.role, "node": s.process.node, "argv": s.process.argv,
+                  "returncode": s.process.poll()} for s in self.started]
+        (self.dir / "processes.json").write_text(json.dumps(table, indent=1))
+
+    # --- metrics ---
+
+    def _failure(self, started: Started) -> str | None:
+        code = started.process.poll()
+        if code in (0, None) or started.role in ("probe", "capture", "command"):
+            return None
+        if started.role == "server" and code < 0:
+            return None  # stopped by us after the drain
+        detail = started.stderr.read_text(errors="replace").strip().splitlines()[-1:] or ["no error output"]
+        return f"{started.role} of flow {started.flow.name} ({started.process.argv[0]}) exited with {code}: {detail[0]}"
+
+    def _outcome(self, snapshots: list[dict[str, Any]], lateness: dict[str, Any] | None,
+                 overhead: tuple[int, int] | None, started_at: float) -> Outcome:
+        run = self.run
+        failures = [text for text in (self._failure(s) for s in self.started) if text]
+        if failures:
+            raise RunFailed("; ".join(failures))
+        if len(snapshots) < 2:
+            raise RunFailed("the radio counters were not read at warm-up end and at the end")
+        (self.dir / "stats.jsonl").write_text("".join(json.dumps(s) + "\n" for s in snapshots))
+        warm = next(s for s in snapshots if abs(s["t_s"] - run.warmup_ns / NS) < 5.0)
+        end = snapshots[-1]
+        seconds = (run.duration_ns - run.warmup_ns) / NS
+        flows = [self._flow_metrics(flow) for flow in run.flows]
+        errors = [f"flow {flow['name']}: {flow['error']}" for flow in flows if "error" in flow]
+        if errors:
+            raise RunFailed("; ".join(errors))
+        result: dict[str, Any] = {
+            "flows": flows,
+            "medium": metrics.medium_metrics(warm["nodes"], end["nodes"], seconds),
+        }
+        delivered = metrics.delivered_data_packets(flows)
+        result["routing"] = None if overhead is None else {
+            "control_bytes": overhead[0], "control_packets": overhead[1],
+            "normalized_overhead": overhead[1] / delivered if delivered else None,
+        }
+        if run.measure["sim_reference"]:
+            self._add_sim_reference(flows)
+        clean = {key: value for key, value in (lateness or {}).items() if key != "ok"}
+        return Outcome(result, clean or None, metrics.behind_real_time(lateness), started_at,
+                       time.time() - started_at)
+
+    def _flow_metrics(self, flow: Flow) -> dict[str, Any]:
+        base: dict[str, Any] = {"name": flow.name, "kind": flow.kind, "src": flow.src, "dst": flow.dst,
+                                "hops": flow.hops}
+        start, end = self._window_ns(flow)
+        base["window_s"] = (end - start) / NS
+        path = self.dir / flow.name
+        if flow.kind == "command":
+            code = next((s.process.poll() for s in self.started if s.flow is flow), None)
+            return {**base, "returncode": code}
+        if flow.kind == "tcp":
+            assert flow.port is not None
+            samples = metrics.read_jsonl(Path(f"{path}.tcpinfo.jsonl"))
+            found = metrics.tcp_metrics(samples, flow.port, (start, end))
+            found["received_bytes"] = metrics.iperf3_received_bytes(metrics.read_json(Path(f"{path}.server.json")))
+            if self.run.measure["capture"] and flow.src is not None:
+                events = pcap.tcp_events(Path(f"{path}.pcap"), self._ip(flow.src), flow.port)
+                Path(f"{path}.events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+                found["captured_segments"] = len(events)
+            return {**base, **found}
+        if flow.kind == "udp" and flow.options["tool"] == "iperf3":
+            offset = flow.start_ns
+            window_s = ((start - self.t0_wall_ns - offset) / NS, (end - self.t0_wall_ns - offset) / NS)
+            return {**base, "offered_bps": flow.options["rate_bps"],
+                    **metrics.iperf3_udp_metrics(metrics.read_json(Path(f"{path}.server.json")), window_s)}
+        if flow.kind == "udp":
+            sender = metrics.read_jsonl(Path(f"{path}.send.json"))
+            return {**base, **metrics.meshemu_udp_metrics(metrics.read_jsonl(Path(f"{path}.recv.jsonl")),
+                                                          sender[-1] if sender else None)}
+        sender = metrics.read_jsonl(Path(f"{path}.send.json"))
+        return {**base, **metrics.tfrc_metrics(metrics.read_jsonl(Path(f"{path}.recv.jsonl")),
+                                               sender[-1] if sender else None)}
+
+    def _ip(self, node: str) -> str:
+        return str(self.run.topology.node(node).ipv4)
+
+    def _add_sim_reference(self, flows: list[dict[str, Any]]) -> None:
+        """The same UDP flows through the sim driver (virtual time, same
+        medium and seed): constant bit rate at the same IP packet size and
+        offered load. Its goodput is set beside the lab's."""
+        run = self.run
+        names = [node.name for node in run.topology.nodes]
+        sim_flows = []
+        for flow in run.flows:
+            if flow.kind != "udp":
+                continue
+            packet = flow.options["packet"]
+            ip_bytes = packet + 28
+            sim_flows.append({"name": flow.name, "src": names.index(flow.src), "dst": names.index(flow.dst),
+                              "packet_bytes": ip_bytes,
+                              "traffic": {"kind": "cbr", "rate_bps": math.ceil(flow.options["rate_bps"] * ip_bytes / packet)},
+                              "start_ns": flow.start_ns, "stop_ns": flow.stop_ns})
+        if not sim_flows:
+            return
+        output = medium.sim({"medium": run.topology.medium, "duration_ns": run.duration_ns,
+                             "warmup_ns": run.warmup_ns, "routing": run.topology.routing, "flows": sim_flows,
+                             "trace": False})
+        (self.dir / "sim.json").write_text(json.dumps(output))
+        by_name = output["flows"] if isinstance(output["flows"], dict) else {
+            sim["name"]: result for sim, result in zip(sim_flows, output["flows"])}
+        for flow, sim in zip([f for f in run.flows if f.kind == "udp"], sim_flows):
+            record = next(row for row in flows if row["name"] == flow.name)
+            packet = flow.options["packet"]
+            sim_result = by_name[flow.name]
+            # The sim counts IP bytes delivered over [warmup, duration]; the lab UDP payload over the flow's window.
+            measured_s = (run.duration_ns - run.warmup_ns) / NS
+            sim_goodput = sim_result["throughput_bps"] * packet / sim["packet_bytes"] * measured_s / record["window_s"]
+            record["sim_goodput_bps"] = sim_goodput
+            record["sim_ratio"] = record["goodput_bps"] / sim_goodput if sim_goodput else None
+
+
+def _counters(nodes: dict[str, Any]) -> dict[str, Any]:
+    return {name: {key: value for key, value in counters.items() if key != "peers"} for name, counters in nodes.items()}
+
+
+def set_quickack(node: Node, ip: str) -> None:
+    """Delayed ACKs "off": Linux has no switch for it, but a route with
+    `quickack 1` makes the receiver acknowledge every segment at once. Every
+    route of the node's main table gets it (routes added later by a routing
+    daemon do not)."""
+    routes = json.loads(node.run([ip, "-j", "route", "show"], timeout=10, check=True).stdout or "[]")
+    for route in routes:
+        argv = [ip, "route", "replace", route["dst"]]
+        if "gateway" in route:
+            argv += ["via", route["gateway"]]
+        if "dev" in route:
+            argv += ["dev", route["dev"]]
+        for key, word in (("protocol", "proto"), ("scope", "scope"), ("prefsrc", "src"), ("metric", "metric")):
+            if key in route:
+                argv += [word, str(route[key])]
+        if "onlink" in route.get("flags", []):
+            argv.append("onlink")
+        node.run(argv + ["quickack", "1"], timeout=10, check=True)

@@ -1,0 +1,346 @@
+"""Experiment files -> runs: every sweep point with every seed, each with its
+resolved topology and traffic, all validated before anything starts.
+
+Traffic endpoints given as `random` or as a `pair` are chosen here from the
+run's seed (a stream per traffic entry), over the nodes that reach each other
+at time 0, so a run is the same whenever and wherever it is planned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .. import medium
+from ..errors import ConfigError, Problem
+from ..schema import StrictModel
+from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
+from ..sweep import expand, inline_topology_file, seeds_of, sweep_paths
+from ..topology import LinksFunction, Topology, resolve_mac, resolve_topology
+from .spec import CommandTraffic, ExperimentSpec, TcpTraffic, TfrcTraffic, UdpTraffic
+
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+FIRST_PORT = 5201
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One resolved traffic entry of a run. Times in ns from the run's start."""
+
+    name: str
+    kind: str  # tcp | udp | tfrc | command
+    src: str | None  # node names (command: the node in src)
+    dst: str | None
+    hops: int | None  # at time 0, over links that work both ways; None: unreachable
+    start_ns: int
+    stop_ns: int
+    port: int | None
+    options: dict[str, Any] = field(default_factory=dict)  # kind-specific, resolved units
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "src": self.src, "dst": self.dst, "hops": self.hops,
+                "start_ns": self.start_ns, "stop_ns": self.stop_ns, "port": self.port, "options": self.options}
+
+
+@dataclass(frozen=True)
+class Run:
+    params: dict[str, Any]  # sweep path -> the value as written
+    choices: dict[str, int]
+    seed: int
+    topology: Topology
+    flows: tuple[Flow, ...]
+    duration_ns: int
+    warmup_ns: int
+    measure: dict[str, Any]
+    sysctl: dict[str, dict[str, str]]  # node -> {key: value}
+    routes_quickack: tuple[str, ...]  # nodes whose routes get quickack (delayed ACKs off)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """Everything that determines the run (JSON-ready)."""
+        return {
+            "medium": self.topology.medium,
+            "routing": self.topology.routing,
+            "nodes": [{"name": node.name, "ipv4": str(node.ipv4)} for node in self.topology.nodes],
+            "duration_ns": self.duration_ns,
+            "warmup_ns": self.warmup_ns,
+            "traffic": [flow.as_json() for flow in self.flows],
+            "measure": self.measure,
+            "sysctl": self.sysctl,
+            "quickack": list(self.routes_quickack),
+        }
+
+    @property
+    def run_id(self) -> str:
+        """A stable hash of the swept values, the seed and the resolved
+        configuration: the same run has the same id on every machine."""
+        text = json.dumps({"params": self.params, "seed": self.seed, "config": self.config}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def label(self) -> str:
+        parts = [f"{short_name(path, list(self.params))}={value}" for path, value in self.params.items()]
+        return " ".join(parts + [f"seed={self.seed}"])
+
+
+@dataclass(frozen=True)
+class Plan:
+    file: str
+    name: str  # the results directory's name: the file's stem
+    description: str | None
+    sweep_paths: list[str]
+    runs: list[Run]
+
+
+def short_name(path: str, paths: list[str]) -> str:
+    """The last part of a sweep path, or the whole path when that is ambiguous."""
+    last = path.rsplit(".", 1)[-1]
+    return last if sum(other.rsplit(".", 1)[-1] == last for other in paths) == 1 else path
+
+
+def is_experiment_file(document: Document) -> bool:
+    return isinstance(document.data, dict) and "traffic" in document.data
+
+
+def load_experiment(path: str | Path, *, overrides: list[str] = (), links: LinksFunction = medium.links) -> Plan:
+    return plan_experiment(load_yaml(path), overrides=overrides, links=links)
+
+
+def plan_experiment(document: Document, *, overrides: list[str] = (), links: LinksFunction = medium.links,
+                    available_cc: list[str] | None = None) -> Plan:
+    """Every run of the file, validated; all problems at once."""
+    if not isinstance(document.data, dict):
+        raise document.error((), "expected a mapping (an experiment file)")
+    _apply_overrides(document, overrides)
+    inline_topology_file(document)
+    cc = available_cc if available_cc is not None else kernel_congestion_controls()
+    problems: list[Problem] = []
+    runs: list[Run] = []
+    for point in expand(document):
+        if isinstance(point, list):
+            problems.extend(point)
+            continue
+        try:
+            runs.extend(_runs_of(point.document, point.params, point.choices, links, cc))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    description = document.data.get("description")
+    return Plan(document.file, Path(document.file).stem, description if isinstance(description, str) else None,
+                sweep_paths(document), runs)
+
+
+def _apply_overrides(document: Document, overrides: list[str]) -> None:
+    """`--set path=value`: the value is YAML, put at the dotted path."""
+    for text in overrides:
+        path_text, sep, value_text = text.partition("=")
+        if not sep or not path_text:
+            raise ConfigError([Problem("--set", 0, 0, "", f"expected PATH=VALUE, got {text!r}")])
+        path = tuple(int(part) if part.isdigit() else part for part in path_text.split("."))
+        value = parse_yaml(value_text, f"--set {path_text}").data
+        document.replace(path, value, Mark(f"--set {text}", 0, 0, f"--set {path_text}"))
+
+
+def kernel_congestion_controls() -> list[str]:
+    try:
+        return AVAILABLE_CC.read_text().split()
+    except OSError:
+        return []
+
+
+def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int], links: LinksFunction,
+             available_cc: list[str]) -> list[Run]:
+    try:
+        spec = ExperimentSpec.model_validate(document.data)
+    except ValidationError as exc:
+        raise ConfigError(pydantic_problems(document, exc.errors(), (), StrictModel.known_keys())) from None
+    seeds = seeds_of(spec.seeds, spec.seed, document, spec.repetitions)
+    mac = resolve_mac(spec.mac) if spec.mac is not None else None
+    runs = []
+    for seed in seeds:
+        topology = resolve_topology(document, ("topology",), links=links, seed=seed, mac=mac)
+        hops = hop_counts(links(topology.medium), len(topology.nodes))
+        flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
+        measure = spec.measure.model_dump()
+        runs.append(Run(params, choices, seed, topology, flows, spec.duration, spec.warmup, measure, sysctl, quickack))
+    return runs
+
+
+def hop_counts(link_report: dict[str, Any], count: int) -> list[list[int | None]]:
+    """Minimum hops between every pair over links in receive range both ways
+    (802.11 unicast needs the ACK back); None where there is no path."""
+    heard = medium.rx_neighbours(link_report, count)
+    both_ways = [{b for b in heard[a] if a in heard[b]} for a in range(count)]
+    table: list[list[int | None]] = []
+    for source in range(count):
+        distance: list[int | None] = [None] * count
+        distance[source] = 0
+        pending = deque([source])
+        while pending:
+            node = pending.popleft()
+            for other in sorted(both_ways[node]):
+                if distance[other] is None:
+                    distance[other] = distance[node] + 1  # type: ignore[operator]
+                    pending.append(other)
+        table.append(distance)
+    return table
+
+
+class _Traffic:
+    """Resolves the traffic entries of one run against its topology."""
+
+    def __init__(self, document: Document, spec: ExperimentSpec, topology: Topology,
+                 hops: list[list[int | None]], seed: int, available_cc: list[str]):
+        self.doc = document
+        self.spec = spec
+        self.names = [node.name for node in topology.nodes]
+        self.hops = hops
+        self.seed = seed
+        self.available_cc = available_cc
+        self.static = topology.routing == "static"
+        self.problems: list[Problem] = []
+
+    def problem(self, path: DataPath, message: str) -> None:
+        self.problems.append(self.doc.problem(path, message))
+
+    def resolve(self) -> tuple[tuple[Flow, ...], dict[str, dict[str, str]], tuple[str, ...]]:
+        flows: list[Flow] = []
+        used_names: dict[str, int] = {}
+        for index, entry in enumerate(self.spec.traffic):
+            path: DataPath = ("traffic", index)
+            name = entry.name or f"f{index}"
+            if name in used_names:
+                self.problem(path + ("name",), f"flow name {name!r} is used by traffic[{used_names[name]}] too")
+            used_names[name] = index
+            stop = entry.stop if entry.stop is not None else self.spec.duration
+            if entry.start >= self.spec.duration:
+                self.problem(path + ("start",), "starts after the run ends (duration)")
+            if stop > self.spec.duration:
+                self.problem(path + ("stop",), "stops after the run ends (duration)")
+            if isinstance(entry, CommandTraffic):
+                if entry.node not in self.names:
+                    self.problem(path + ("node",), f"unknown node {entry.node!r}")
+                flows.append(Flow(name, "command", entry.node, None, None, entry.start, stop, None,
+                                  {"argv": list(entry.argv), "stop_given": entry.stop is not None}))
+                continue
+            endpoints = self._endpoints(entry, path, index)
+            if endpoints is None:
+                continue
+            src, dst = endpoints
+            hop_count = self.hops[src][dst]
+            if hop_count is None and self.static:
+                self.problem(path, f"{self.names[dst]} cannot be reached from {self.names[src]} at time 0 "
+                                   "(static routes over links that work both ways)")
+            port = entry.port if entry.port is not None else FIRST_PORT + index
+            options = self._options(entry, path, stop - entry.start)
+            flows.append(Flow(name, entry.kind, self.names[src], self.names[dst], hop_count, entry.start, stop, port,
+                              options))
+        self._check_ports(flows)
+        sysctl, quickack = self._node_settings(flows)
+        if self.problems:
+            raise ConfigError(self.problems)
+        return tuple(flows), sysctl, quickack
+
+    def _node(self, value: str, path: DataPath) -> int | None:
+        if value in self.names:
+            return self.names.index(value)
+        self.problem(path, f"unknown node {value!r} (a node name, or random)")
+        return None
+
+    def _endpoints(self, entry: TcpTraffic | UdpTraffic | TfrcTraffic, path: DataPath,
+                   index: int) -> tuple[int, int] | None:
+        rng = random.Random(f"meshemu-traffic:{self.seed}:{index}")
+        count = len(self.names)
+        reachable = [(a, b) for a in range(count) for b in range(count) if a != b and self.hops[a][b] is not None]
+        if entry.pair == "farthest":
+            if not reachable:
+                self.problem(path + ("pair",), "no two nodes reach each other")
+                return None
+            longest = max(self.hops[a][b] for a, b in reachable)  # type: ignore[type-var]
+            return rng.choice([(a, b) for a, b in reachable if self.hops[a][b] == longest])
+        if entry.pair == "random" or (entry.src == "random" and entry.dst == "random"):
+            if not reachable:
+                self.problem(path, "no two nodes reach each other")
+                return None
+            return rng.choice(reachable)
+        assert entry.src is not None and entry.dst is not None
+        src = None if entry.src == "random" else self._node(entry.src, path + ("src",))
+        dst = None if entry.dst == "random" else self._node(entry.dst, path + ("dst",))
+        if entry.src == "random" and dst is not None:
+            candidates = [a for a, b in reachable if b == dst]
+            if not candidates:
+                self.problem(path + ("src",), f"no node reaches {entry.dst}")
+                return None
+            src = rng.choice(candidates)
+        elif entry.dst == "random" and src is not None:
+            candidates = [b for a, b in reachable if a == src]
+            if not candidates:
+                self.problem(path + ("dst",), f"{entry.src} reaches no node")
+                return None
+            dst = rng.choice(candidates)
+        if src is None or dst is None:
+            return None
+        if src == dst:
+            self.problem(path, f"src and dst are the same node ({self.names[src]})")
+            return None
+        return src, dst
+
+    def _options(self, entry: TcpTraffic | UdpTraffic | TfrcTraffic, path: DataPath, length_ns: int) -> dict[str, Any]:
+        uses_iperf3 = isinstance(entry, TcpTraffic) or (isinstance(entry, UdpTraffic) and entry.tool == "iperf3")
+        if uses_iperf3 and length_ns % NS:
+            self.problem(path, f"an iperf3 flow lasts whole seconds (iperf3 -t), not {length_ns / NS:g} s "
+                               "from start to stop")
+        if isinstance(entry, TcpTraffic):
+            if entry.cc is not None and self.available_cc and entry.cc not in self.available_cc:
+                self.problem(path + ("cc",), f"congestion control {entry.cc!r} is not available in this kernel; "
+                                             f"net.ipv4.tcp_available_congestion_control: "
+                                             f"{' '.join(self.available_cc)}")
+            return {"cc": entry.cc, "mss": entry.mss, "window": entry.window, "sack": entry.sack,
+                    "delayed_ack": entry.delayed_ack}
+        if isinstance(entry, UdpTraffic):
+            return {"rate_bps": entry.rate, "packet": entry.packet, "tool": entry.tool}
+        return {"mode": entry.mode, "packet": entry.packet, "rate_cap_bps": entry.rate_cap}
+
+    def _check_ports(self, flows: list[Flow]) -> None:
+        seen: dict[tuple[str, str, int], str] = {}
+        for index, flow in enumerate(flows):
+            if flow.port is None or flow.dst is None:
+                continue
+            protocol = "tcp" if flow.kind == "tcp" or flow.options.get("tool") == "iperf3" else "udp"
+            key = (flow.dst, protocol, flow.port)
+            if key in seen:
+                self.problem(("traffic", index, "port"), f"port {flow.port} on {flow.dst} is used by flow "
+                                                         f"{seen[key]} too")
+            seen[key] = flow.name
+
+    def _node_settings(self, flows: list[Flow]) -> tuple[dict[str, dict[str, str]], tuple[str, ...]]:
+        """sysctl per node (the file's for every node, then SACK at both ends
+        of TCP flows) and the receivers whose routes get quickack."""
+        settings: dict[str, dict[str, str]] = {name: dict(self.spec.sysctl or {}) for name in self.names}
+        sack_from: dict[str, tuple[bool, str]] = {}
+        quickack: list[str] = []
+        for index, flow in enumerate(flows):
+            if flow.kind != "tcp":
+                continue
+            sack = flow.options["sack"]
+            for node in (flow.src, flow.dst):
+                assert node is not None
+                if sack is None:
+                    continue
+                earlier = sack_from.get(node)
+                if earlier is not None and earlier[0] != sack:
+                    self.problem(("traffic", index, "sack"), f"SACK is a setting of the node (net.ipv4.tcp_sack): "
+                                                             f"flow {earlier[1]} sets it otherwise on {node}")
+                sack_from[node] = (sack, flow.name)
+                settings[node]["net.ipv4.tcp_sack"] = "1" if sack else "0"
+            if flow.options["delayed_ack"] is False and flow.dst not in quickack:
+                quickack.append(flow.dst)  # type: ignore[arg-type]
+        return {node: values for node, values in settings.items() if values}, tuple(quickack)
