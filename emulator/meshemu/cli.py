@@ -542,7 +542,9 @@ def _demo(args: argparse.Namespace) -> int:
     from .experiment import demo
 
     plan = experiment_plan.load_experiment(demo.demo_file(), overrides=args.overrides)
+    if args.out is None:  # every demo anew, unless asked to resume one
+        args.out = str(Path("results") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
     status = _run_plan(plan, args)
     if status == 0 and not args.dry_run:
-        out.print(demo.table(Path(args.out) if args.out else Path("results") / plan.name, plan))
+        out.print(demo.table(Path(args.out), plan))
     return status

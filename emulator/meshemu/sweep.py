@@ -1,8 +1,9 @@
 """What sim files and experiment files share: a topology named by file or
 written inline, seeds, and a sweep — dotted paths into the file, each with a
-list of values, expanded into the cartesian product. Every swept value keeps
-its place in the file, so a bad value is reported at its sweep entry
-(`sweep.topology.radio.rts_threshold[1]`)."""
+list of values, expanded into the cartesian product. An entry may name
+several paths separated by commas (`traffic.0.dst,traffic.1.dst`): each gets
+the same value. Every swept value keeps its place in the file, so a bad value
+is reported at its sweep entry (`sweep.topology.radio.rts_threshold[1]`)."""
 
 from __future__ import annotations
 
@@ -56,13 +57,15 @@ def expand(document: Document) -> Iterator[SweepPoint | list[Problem]]:
         params: dict[str, Any] = {}
         choices: dict[str, int] = {}
         unreachable = []
-        for (text, path, values), choice in zip(sweep, point):
-            reason = _unreachable(variant.data, path)
-            if reason:
-                unreachable.append(document.problem(("sweep", text), reason, at_key=True))
+        for (text, paths, values), choice in zip(sweep, point):
+            reasons = [reason for reason in (_unreachable(variant.data, path) for path in paths) if reason]
+            if reasons:
+                unreachable += [document.problem(("sweep", text), reason, at_key=True) for reason in reasons]
                 continue
             mark, _ = document.mark(("sweep", text, choice))
-            variant.replace(path, values[choice], Mark(mark.file, mark.line, mark.column, f"sweep.{text}[{choice}]"))
+            for path in paths:
+                variant.replace(path, values[choice],
+                                Mark(mark.file, mark.line, mark.column, f"sweep.{text}[{choice}]"))
             params[text] = values[choice]
             choices[text] = choice
         yield unreachable if unreachable else SweepPoint(variant, params, choices)
@@ -80,7 +83,7 @@ def seeds_of(seeds: list[int] | None, seed: int | None, document: Document, repe
     return [document.get(("topology", "seed"), 1)]
 
 
-def _sweep_entries(document: Document) -> list[tuple[str, DataPath, list[Any]]]:
+def _sweep_entries(document: Document) -> list[tuple[str, list[DataPath], list[Any]]]:
     sweep = document.data.get("sweep")
     if sweep is None:
         return []
@@ -92,13 +95,13 @@ def _sweep_entries(document: Document) -> list[tuple[str, DataPath, list[Any]]]:
         if not isinstance(values, list) or not values:
             problems.append(document.problem(("sweep", text), "expected a non-empty list of values"))
             continue
-        path = _parse_sweep_path(text)
-        if path is None or path[0] == "sweep":
+        paths = [_parse_sweep_path(part) for part in text.split(",")] if isinstance(text, str) else [None]
+        if any(path is None or path[0] == "sweep" for path in paths):
             problems.append(document.problem(("sweep", text), f"bad sweep path {text!r}: expected a dotted path "
                                                               "into this file, such as topology.generate.n",
                                              at_key=True))
             continue
-        entries.append((text, path, values))
+        entries.append((text, paths, values))
     if problems:
         raise ConfigError(problems)
     return entries

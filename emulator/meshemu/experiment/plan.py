@@ -100,9 +100,13 @@ class Plan:
 
 
 def short_name(path: str, paths: list[str]) -> str:
-    """The last part of a sweep path, or the whole path when that is ambiguous."""
-    last = path.rsplit(".", 1)[-1]
-    return last if sum(other.rsplit(".", 1)[-1] == last for other in paths) == 1 else path
+    """The last part of a sweep path (of its first path when it sets
+    several), or the whole path when that is ambiguous."""
+
+    def last(text: str) -> str:
+        return text.split(",")[0].rsplit(".", 1)[-1]
+
+    return last(path) if sum(last(other) == last(path) for other in paths) == 1 else path
 
 
 def is_experiment_file(document: Document) -> bool:
@@ -161,7 +165,8 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     try:
         spec = ExperimentSpec.model_validate(document.data)
     except ValidationError as exc:
-        raise ConfigError(pydantic_problems(document, exc.errors(), (), StrictModel.known_keys())) from None
+        raise ConfigError(pydantic_problems(document, _without_kind_tags(exc.errors()), (),
+                                            StrictModel.known_keys())) from None
     seeds = seeds_of(spec.seeds, spec.seed, document, spec.repetitions)
     mac = resolve_mac(spec.mac) if spec.mac is not None else None
     runs = []
@@ -172,6 +177,22 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
         measure = spec.measure.model_dump()
         runs.append(Run(params, choices, seed, topology, flows, spec.duration, spec.warmup, measure, sysctl, quickack))
     return runs
+
+
+TRAFFIC_KINDS = {"tcp", "udp", "tfrc", "command"}
+
+
+def _without_kind_tags(errors: list[Any]) -> list[Any]:
+    """pydantic ends the location of a whole-entry error in a traffic entry
+    with the union tag (`traffic.1.udp`); the entry itself is meant."""
+    cleaned = []
+    for error in errors:
+        loc = tuple(error["loc"])
+        if (len(loc) == 3 and loc[0] == "traffic" and loc[2] in TRAFFIC_KINDS
+                and error["type"] not in ("missing", "extra_forbidden")):
+            error = {**error, "loc": loc[:2]}
+        cleaned.append(error)
+    return cleaned
 
 
 def hop_counts(link_report: dict[str, Any], count: int) -> list[list[int | None]]:
@@ -206,6 +227,7 @@ class _Traffic:
         self.seed = seed
         self.available_cc = available_cc
         self.static = topology.routing == "static"
+        self.entry_of: dict[str, int] = {}  # flow name -> index of its traffic entry
         self.problems: list[Problem] = []
 
     def problem(self, path: DataPath, message: str) -> None:
@@ -220,6 +242,7 @@ class _Traffic:
             if name in used_names:
                 self.problem(path + ("name",), f"flow name {name!r} is used by traffic[{used_names[name]}] too")
             used_names[name] = index
+            self.entry_of[name] = index
             stop = entry.stop if entry.stop is not None else self.spec.duration
             if entry.start >= self.spec.duration:
                 self.problem(path + ("start",), "starts after the run ends (duration)")
@@ -231,6 +254,7 @@ class _Traffic:
                 flows.append(Flow(name, "command", entry.node, None, None, entry.start, stop, None,
                                   {"argv": list(entry.argv), "stop_given": entry.stop is not None}))
                 continue
+            options = self._options(entry, path, stop - entry.start)
             endpoints = self._endpoints(entry, path, index)
             if endpoints is None:
                 continue
@@ -240,7 +264,6 @@ class _Traffic:
                 self.problem(path, f"{self.names[dst]} cannot be reached from {self.names[src]} at time 0 "
                                    "(static routes over links that work both ways)")
             port = entry.port if entry.port is not None else FIRST_PORT + index
-            options = self._options(entry, path, stop - entry.start)
             flows.append(Flow(name, entry.kind, self.names[src], self.names[dst], hop_count, entry.start, stop, port,
                               options))
         self._check_ports(flows)
@@ -250,9 +273,13 @@ class _Traffic:
         return tuple(flows), sysctl, quickack
 
     def _node(self, value: str, path: DataPath) -> int | None:
+        if value == "first":
+            return 0
+        if value == "last":
+            return len(self.names) - 1
         if value in self.names:
             return self.names.index(value)
-        self.problem(path, f"unknown node {value!r} (a node name, or random)")
+        self.problem(path, f"unknown node {value!r} (a node name, first, last or random)")
         return None
 
     def _endpoints(self, entry: TcpTraffic | UdpTraffic | TfrcTraffic, path: DataPath,
@@ -311,13 +338,13 @@ class _Traffic:
 
     def _check_ports(self, flows: list[Flow]) -> None:
         seen: dict[tuple[str, str, int], str] = {}
-        for index, flow in enumerate(flows):
+        for flow in flows:
             if flow.port is None or flow.dst is None:
                 continue
             protocol = "tcp" if flow.kind == "tcp" or flow.options.get("tool") == "iperf3" else "udp"
             key = (flow.dst, protocol, flow.port)
             if key in seen:
-                self.problem(("traffic", index, "port"), f"port {flow.port} on {flow.dst} is used by flow "
+                self.problem(("traffic", self.entry_of[flow.name], "port"), f"port {flow.port} on {flow.dst} is used by flow "
                                                          f"{seen[key]} too")
             seen[key] = flow.name
 
@@ -327,7 +354,7 @@ class _Traffic:
         settings: dict[str, dict[str, str]] = {name: dict(self.spec.sysctl or {}) for name in self.names}
         sack_from: dict[str, tuple[bool, str]] = {}
         quickack: list[str] = []
-        for index, flow in enumerate(flows):
+        for flow in flows:
             if flow.kind != "tcp":
                 continue
             sack = flow.options["sack"]
@@ -337,7 +364,7 @@ class _Traffic:
                     continue
                 earlier = sack_from.get(node)
                 if earlier is not None and earlier[0] != sack:
-                    self.problem(("traffic", index, "sack"), f"SACK is a setting of the node (net.ipv4.tcp_sack): "
+                    self.problem(("traffic", self.entry_of[flow.name], "sack"), f"SACK is a setting of the node (net.ipv4.tcp_sack): "
                                                              f"flow {earlier[1]} sets it otherwise on {node}")
                 sack_from[node] = (sack, flow.name)
                 settings[node]["net.ipv4.tcp_sack"] = "1" if sack else "0"

@@ -51,8 +51,8 @@ Port = Annotated[int, Field(ge=1024, le=65535)]
 
 
 class Endpoints(StrictModel):
-    """Who talks to whom: `src`/`dst` node names (or `random`), or a `pair`
-    chosen from the run's seed."""
+    """Who talks to whom: `src`/`dst` node names (or `first`, `last`,
+    `random`), or a `pair` chosen from the run's seed."""
 
     name: FlowName | None = None
     src: str | None = None

@@ -1,0 +1,174 @@
+"""Experiment files: validation with located errors, sweep expansion, seeds,
+endpoint selection from the seed, node settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import range_links
+from meshemu.errors import ConfigError
+from meshemu.experiment.plan import load_experiment, short_name
+
+LINKS = range_links(250.0)
+CC = ["reno", "cubic", "bbr"]
+
+CHAIN = """\
+topology:
+  generate: {kind: chain, n: 8, spacing: 200m}
+duration: 20s
+warmup: 2s
+"""
+
+
+def plan(write, text: str, **kwargs):
+    return load_experiment(write("exp.yaml", text), links=LINKS, **kwargs) if "available_cc" in kwargs else \
+        _plan(write("exp.yaml", text), **kwargs)
+
+
+def _plan(path, overrides=()):
+    from meshemu.experiment.plan import plan_experiment
+    from meshemu.source import load_yaml
+
+    return plan_experiment(load_yaml(path), overrides=list(overrides), links=LINKS, available_cc=CC)
+
+
+def problems(write, text: str) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        _plan(write("exp.yaml", text))
+    return [str(problem) for problem in caught.value.problems]
+
+
+def test_a_tcp_flow_resolves_with_hops_ports_and_settings(write):
+    p = _plan(write("exp.yaml", CHAIN + """\
+traffic:
+  - {kind: tcp, src: n0, dst: n3, cc: reno, mss: 1000B, window: 64KiB, sack: false, delayed_ack: off}
+  - {kind: udp, name: cbr, src: n7, dst: n5, rate: 800KB/s, packet: 1460B, start: 5s, stop: 15s}
+sysctl: {net.ipv4.tcp_ecn: 1}
+"""))
+    assert len(p.runs) == 1
+    run = p.runs[0]
+    tcp, udp = run.flows
+    assert (tcp.name, tcp.src, tcp.dst, tcp.hops, tcp.port) == ("f0", "n0", "n3", 3, 5201)
+    assert tcp.options == {"cc": "reno", "mss": 1000, "window": 65536, "sack": False, "delayed_ack": False}
+    assert (udp.name, udp.hops, udp.port, udp.start_ns, udp.stop_ns) == ("cbr", 2, 5202, 5_000_000_000, 15_000_000_000)
+    assert udp.options == {"rate_bps": 6_400_000, "packet": 1460, "tool": "meshemu-udp"}
+    assert tcp.stop_ns == 20_000_000_000  # the run's end
+    # SACK is per node: both ends of the TCP flow; ECN on every node.
+    assert run.sysctl["n0"] == {"net.ipv4.tcp_ecn": "1", "net.ipv4.tcp_sack": "0"}
+    assert run.sysctl["n4"] == {"net.ipv4.tcp_ecn": "1"}
+    assert run.routes_quickack == ("n3",)
+
+
+def test_run_ids_are_stable_and_differ_between_runs(write):
+    text = CHAIN + "seeds: [1, 2]\ntraffic:\n  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 1000B}\n"
+    first = [run.run_id for run in _plan(write("a.yaml", text)).runs]
+    again = [run.run_id for run in _plan(write("b.yaml", text)).runs]
+    assert first == again and len(set(first)) == 2
+
+
+def test_sweep_is_a_cartesian_product_and_a_multi_path_entry_sets_each_path(write):
+    p = _plan(write("exp.yaml", CHAIN + """\
+repetitions: 2
+traffic:
+  - {kind: tcp, name: tcp, src: n0, dst: n7}
+  - {kind: udp, name: udp, src: n0, dst: n7, rate: 1Mbps, packet: 1000B}
+sweep:
+  traffic.0.dst,traffic.1.dst: [n1, n4]
+  traffic.0.cc: [reno, cubic, bbr]
+"""))
+    assert len(p.runs) == 2 * 3 * 2
+    assert [run.seed for run in p.runs[:2]] == [1, 2]
+    first = p.runs[0]
+    assert first.params == {"traffic.0.dst,traffic.1.dst": "n1", "traffic.0.cc": "reno"}
+    assert [(f.dst, f.hops) for f in first.flows] == [("n1", 1), ("n1", 1)]
+    assert [run.flows[0].options["cc"] for run in p.runs[:6:2]] == ["reno", "cubic", "bbr"]
+    assert p.runs[6].flows[1].dst == "n4"
+    assert short_name("traffic.0.dst,traffic.1.dst", p.sweep_paths) == "dst"
+    assert p.runs[0].label() == "dst=n1 cc=reno seed=1"
+
+
+def test_random_and_farthest_endpoints_come_from_the_seed(write):
+    text = CHAIN + """\
+seeds: [1, 2, 3, 4, 5, 6]
+traffic:
+  - {kind: udp, src: random, dst: random, rate: 1Mbps, packet: 1000B}
+  - {kind: udp, pair: farthest, rate: 1Mbps, packet: 1000B}
+  - {kind: udp, src: n3, dst: random, rate: 1Mbps, packet: 1000B}
+"""
+    runs = _plan(write("a.yaml", text)).runs
+    again = _plan(write("b.yaml", text)).runs
+    pairs = [(run.flows[0].src, run.flows[0].dst) for run in runs]
+    assert pairs == [(run.flows[0].src, run.flows[0].dst) for run in again]
+    assert len(set(pairs)) > 1 and all(src != dst for src, dst in pairs)
+    for run in runs:
+        farthest = run.flows[1]
+        assert {farthest.src, farthest.dst} == {"n0", "n7"} and farthest.hops == 7
+        assert run.flows[2].src == "n3" and run.flows[2].dst != "n3"
+
+
+def test_schema_errors_name_file_line_and_path(write):
+    text = "\n".join(problems(write, CHAIN + """\
+traffic:
+  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 2000B}
+  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B, strat: 1s}
+  - {kind: ftp, src: n0, dst: n1}
+  - {kind: udp, pair: random, src: n0, rate: 1Mbps, packet: 100B}
+sysctl: {kernel.hostname: x}
+"""))
+    assert "exp.yaml:6:5: traffic[0]: packet must be 28 to 1472 B" in text
+    assert "exp.yaml:7:" in text and "traffic[1].strat: unknown key 'strat' (did you mean 'start'?)" in text
+    assert "exp.yaml:8:" in text and "traffic[2]" in text
+    assert "exp.yaml:9:5: traffic[3]: give src and dst, or pair, not both" in text
+    assert "sysctl: bad sysctl 'kernel.hostname': only net.* settings" in text
+
+
+def test_resolution_errors_name_file_line_and_path(write):
+    found = "\n".join(problems(write, CHAIN + """\
+traffic:
+  - {kind: tcp, src: n0, dst: n9, cc: vegas}
+  - {kind: tcp, src: n0, dst: n2, start: 1500ms}
+  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B, start: 25s}
+  - {kind: tcp, src: n0, dst: n1, sack: true}
+  - {kind: tcp, src: n1, dst: n2, sack: false}
+  - {kind: command, node: n12, argv: [sleep, "1"]}
+  - {kind: udp, src: n3, dst: n3, rate: 1Mbps, packet: 100B}
+"""))
+    assert "exp.yaml:6:" in found and "traffic[0].dst: unknown node 'n9'" in found
+    assert "traffic[0].cc: congestion control 'vegas' is not available in this kernel; " \
+           "net.ipv4.tcp_available_congestion_control: reno cubic bbr" in found
+    assert "traffic[1]: an iperf3 flow lasts whole seconds (iperf3 -t), not 18.5 s" in found
+    assert "traffic[2].start: starts after the run ends" in found
+    assert "traffic[4].sack: SACK is a setting of the node (net.ipv4.tcp_sack): flow f3 sets it otherwise on n1" \
+        in found
+    assert "traffic[5].node: unknown node 'n12'" in found
+    assert "traffic[6]: src and dst are the same node (n3)" in found
+
+
+def test_a_bad_swept_value_is_reported_at_its_sweep_entry(write):
+    found = "\n".join(problems(write, CHAIN + """\
+traffic:
+  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B}
+sweep:
+  traffic.0.rate: [1Mbps, fast]
+"""))
+    assert "exp.yaml:8:" in found and "sweep.traffic.0.rate[1]: bad rate 'fast'" in found
+
+
+def test_unreachable_destination_under_static_routing_is_an_error(write):
+    found = "\n".join(problems(write, """\
+topology:
+  nodes: {a: {position: [0, 0]}, b: {position: [1000m, 0]}}
+duration: 10s
+traffic:
+  - {kind: udp, src: a, dst: b, rate: 1Mbps, packet: 100B}
+"""))
+    assert "b cannot be reached from a at time 0" in found
+
+
+def test_overrides_apply_before_validation(write):
+    path = write("exp.yaml", CHAIN + "traffic:\n  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B}\n")
+    p = _plan(path, overrides=["duration=30s", "traffic.0.dst=n2"])
+    assert p.runs[0].duration_ns == 30_000_000_000 and p.runs[0].flows[0].dst == "n2"
+    with pytest.raises(ConfigError) as caught:
+        _plan(path, overrides=["duration=soon"])
+    assert "--set duration" in str(caught.value)
