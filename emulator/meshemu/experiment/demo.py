@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from ..errors import MeshemuError
@@ -27,32 +28,42 @@ def _flow(record: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _ms(spread: dict[str, Any] | None, key: str = "mean") -> str:
-    return "-" if not spread or spread.get(key) is None else f"{spread[key]:.1f}"
+    if not spread or spread.get(key) is None:
+        return "-"
+    return f"{spread[key]:.1f}" if spread[key] < 100 else f"{spread[key]:.0f}"
 
 
 def table(results_dir: Path, plan: Plan) -> Table:
     ids = {run.run_id for run in plan.runs}
     records = [record for record in ResultsDir(results_dir).records() if record["run_id"] in ids]
     records.sort(key=lambda record: (_flow(record, "tcp").get("hops") or 0, record["seed"]))
-    table = Table(title=f"{plan.description or plan.name}", caption="goodput in Mbit/s over each flow's "
-                  "window; RTT: TCP's smoothed RTT; delay: UDP one-way; MAC figures over the whole run, all nodes: "
-                  "RTS sent, frames dropped at the retry limit, random backoffs per second, mean busy time")
-    for column in ("hops", "seed", "TCP goodput", "TCP RTT ms", "TCP retx", "UDP goodput", "UDP delay ms",
-                   "UDP loss", "RTS", "retry drops", "backoffs/s", "busy", "late p99"):
-        table.add_column(column, justify="right")
+    seeds = sorted({record["seed"] for record in records})
+    table = Table(title=f"{plan.description or plan.name}\nseed {', '.join(map(str, seeds))}", box=box.SIMPLE_HEAD,
+                  caption="Mbit/s: goodput over the flow's window; RTT: TCP's smoothed RTT; delay: UDP one-way, "
+                          "median; MAC figures over the whole run, all nodes: RTS sent, rdrop: frames dropped at "
+                          "the retry limit, backoff/s: random backoffs per second, busy: mean busy time")
+    table.pad_edge = False
+    table.collapse_padding = True
+    for column in ("hops", "TCP\nMbit/s", "TCP\nRTT ms", "TCP\nretx", "UDP\nMbit/s", "UDP\ndelay ms", "UDP\nloss",
+                   "RTS", "rdrop", "backoff\n/s", "busy"):
+        table.add_column(column, justify="right", no_wrap=True)
+    late = []
     for record in records:
         tcp, udp = _flow(record, "tcp"), _flow(record, "udp")
         total = record["metrics"]["medium"]["total"]
-        lateness = record.get("lateness") or {}
         loss = udp.get("loss")
         table.add_row(
-            str(tcp.get("hops", udp.get("hops", "-"))), str(record["seed"]),
+            str(tcp.get("hops", udp.get("hops", "-"))),
             f"{tcp['goodput_bps'] / 1e6:.3f}" if "goodput_bps" in tcp else "-",
             _ms(tcp.get("rtt_ms")), str(tcp.get("retransmits", "-")),
             f"{udp['goodput_bps'] / 1e6:.3f}" if "goodput_bps" in udp else "-",
-            _ms(udp.get("delay_ms")), "-" if loss is None else f"{100 * loss:.1f}%",
+            _ms(udp.get("delay_ms"), "p50"), "-" if loss is None else f"{100 * loss:.1f}%",
             str(total["rts_attempts"]), str(total["retry_drops"]), f"{total['backoffs_per_s']:.0f}",
             f"{100 * total['busy_fraction']:.0f}%",
-            f"{lateness['p99_ns'] / 1e3:.0f} us" if lateness.get("p99_ns") is not None else "-",
         )
+        if record.get("behind_real_time"):
+            late.append(str(tcp.get("hops", "?")))
+    if late:
+        table.caption += (f". The medium fell behind real time in the runs over {', '.join(late)} hops "
+                          "(a busy machine): their figures are less exact")
     return table
