@@ -41,11 +41,11 @@ def table(results_dir: Path, plan: Plan) -> Table:
     table = Table(title=f"{plan.description or plan.name}\nseed {', '.join(map(str, seeds))}", box=box.SIMPLE_HEAD,
                   caption="Mbit/s: goodput over the flow's window; RTT: TCP's smoothed RTT; delay: UDP one-way, "
                           "median; MAC figures over the whole run, all nodes: RTS sent, rdrop: frames dropped at "
-                          "the retry limit, backoff/s: random backoffs per second, busy: mean busy time")
+                          "the retry limit, bkoff/s: random backoffs per second, busy: mean busy time")
     table.pad_edge = False
     table.collapse_padding = True
     for column in ("hops", "TCP\nMbit/s", "TCP\nRTT ms", "TCP\nretx", "UDP\nMbit/s", "UDP\ndelay ms", "UDP\nloss",
-                   "RTS", "rdrop", "backoff\n/s", "busy"):
+                   "RTS", "rdrop", "bkoff\n/s", "busy"):
         table.add_column(column, justify="right", no_wrap=True)
     late = []
     for record in records:
