@@ -1,7 +1,7 @@
 """Metrics of a run from what its tools wrote (pure functions, no I/O but
 reading the files handed to them).
 
-Definitions (also in experiments/README.md):
+Definitions (also in experiment/README.md):
 - goodput: bytes delivered in order to the receiving application per second
   over the flow's measurement window [max(warmup, start), stop]. TCP: the
   sender's `tcpi_bytes_acked` (each byte acknowledged once, retransmissions
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 # The medium is behind real time when its actions run later than this
-# (emulator/README.md §6, "lateness"): see experiments/README.md for the
-# measured figures behind the bounds.
+# (emulator/README.md §6, "lateness"): see the
+# measured figures behind the bounds (experiment/README.md).
 LATENESS_P99_BOUND_NS = 1_000_000
 LATENESS_MAX_BOUND_NS = 10_000_000
 
