@@ -10,3 +10,4 @@
 
 pub mod aodv;
 pub mod ondemand;
+pub mod platform;

@@ -1,0 +1,168 @@
+//! aodvd: the AODV routing daemon. See the crate README for the data path,
+//! the config file, the counters and the event log.
+
+use std::fs;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use meshemu_aodv::aodv::{Aodv, Config};
+use meshemu_aodv::platform::link_feedback::{FailureSource, RadioStatsFailures};
+use meshemu_aodv::platform::{daemon, iptables, DataPath};
+use meshemu_radiostats::RadioStats;
+use serde::Deserialize;
+
+#[derive(Parser)]
+#[command(name = "aodvd", about = "AODV (RFC 3561) routing daemon for one IPv4 interface")]
+struct Args {
+    /// TOML config file with an [aodv] table (protocol) and a [daemon] table (data path).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override one setting, e.g. --set aodv.hello_interval_ms=500 --set daemon.interface=wlan1.
+    #[arg(long = "set", value_name = "TABLE.KEY=VALUE")]
+    overrides: Vec<String>,
+    /// The interface to route on (daemon.interface).
+    #[arg(long)]
+    interface: Option<String>,
+    /// Where to rewrite the counters JSON (daemon.counters).
+    #[arg(long)]
+    counters: Option<PathBuf>,
+    /// Where to append protocol events as JSON lines (daemon.events).
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Json)]
+    log_format: LogFormat,
+    /// Print the iptables rules the daemon adds (JSON) and exit.
+    #[arg(long)]
+    print_rules: bool,
+    /// Print the resolved configuration (TOML) and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Deserialize, serde::Serialize, Default)]
+#[serde(deny_unknown_fields, default)]
+struct FileConfig {
+    aodv: Config,
+    daemon: DataPath,
+}
+
+fn load(args: &Args) -> Result<FileConfig> {
+    let mut table: toml::Table = match &args.config {
+        Some(path) => {
+            let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            text.parse().with_context(|| format!("{}", path.display()))?
+        }
+        None => toml::Table::new(),
+    };
+    for entry in &args.overrides {
+        let (key, value) = entry.split_once('=').ok_or_else(|| anyhow!("--set {entry}: expected TABLE.KEY=VALUE"))?;
+        let (section, field) =
+            key.split_once('.').ok_or_else(|| anyhow!("--set {entry}: expected TABLE.KEY (aodv.* or daemon.*)"))?;
+        // A bare word that is not TOML (true, 12, "x") is taken as a string.
+        let value: toml::Value = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        let section = table
+            .entry(section.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| anyhow!("--set {entry}: {section} is not a table"))?;
+        section.insert(field.to_string(), value);
+    }
+    let mut config: FileConfig = table.try_into().map_err(|e: toml::de::Error| {
+        let source = args.config.as_ref().map_or("configuration".to_string(), |p| p.display().to_string());
+        anyhow!("{source}: {}", e.message())
+    })?;
+    if let Some(interface) = &args.interface {
+        config.daemon.interface = interface.clone();
+    }
+    if let Some(path) = &args.counters {
+        config.daemon.counters = Some(path.clone());
+    }
+    if let Some(path) = &args.events {
+        config.daemon.events = Some(path.clone());
+    }
+    config.aodv.validate()?;
+    config.daemon.validate().map_err(|e| anyhow!(e))?;
+    Ok(config)
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(error) = run(args) {
+        eprintln!("aodvd: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    let config = load(&args)?;
+    if args.print_rules {
+        println!("{}", serde_json::to_string_pretty(&iptables::rules(&config.daemon, &config.daemon.interface))?);
+        return Ok(());
+    }
+    if args.print_config {
+        print!("{}", toml::to_string(&config)?);
+        return Ok(());
+    }
+    match args.log_format {
+        LogFormat::Json => tracing_subscriber::fmt().json().with_writer(std::io::stderr).init(),
+        LogFormat::Text => tracing_subscriber::fmt().with_writer(std::io::stderr).init(),
+    }
+    if nix::unistd::geteuid().as_raw() != 0 {
+        bail!("aodvd changes routes and netfilter rules: run it as root");
+    }
+    let failures: Option<Box<dyn FailureSource>> = if config.aodv.link_layer_feedback {
+        let stats = match &config.daemon.radio_stats {
+            Some(path) => RadioStats::open(path),
+            None => RadioStats::open_own(),
+        }
+        .context("link-layer feedback needs the radio statistics page")?;
+        Some(Box::new(RadioStatsFailures::new(stats)))
+    } else {
+        None
+    };
+    let seed = config.daemon.seed;
+    let protocol = config.aodv.clone();
+    daemon::run(config.daemon, move |address, now| Aodv::new(protocol, address, seed, now), failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn args(extra: &[&str]) -> Args {
+        Args::parse_from(["aodvd"].iter().chain(extra))
+    }
+
+    #[test]
+    fn overrides_take_toml_values() {
+        let config = load(&args(&["--set", "aodv.hello_interval_ms=500", "--set", "aodv.local_repair=true"])).unwrap();
+        assert_eq!(config.aodv.hello_interval_ms, 500);
+        assert!(config.aodv.local_repair);
+        assert_eq!(config.aodv.active_route_timeout(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn unknown_and_bad_settings_are_named() {
+        let error = load(&args(&["--set", "aodv.hello_intervall=5"])).err().unwrap().to_string();
+        assert!(error.contains("hello_intervall"), "{error}");
+        let error = load(&args(&["--set", "aodv.ttl_start=300"])).err().unwrap().to_string();
+        assert!(error.contains("ttl_start") || error.contains("300"), "{error}");
+        let error = load(&args(&["--set", "aodv.hello_interval_ms=0"])).err().unwrap().to_string();
+        assert!(error.contains("aodv.hello_interval_ms"), "{error}");
+        let error = load(&args(&["--set", "nonsense"])).err().unwrap().to_string();
+        assert!(error.contains("TABLE.KEY=VALUE"), "{error}");
+    }
+}

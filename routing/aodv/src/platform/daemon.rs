@@ -1,0 +1,439 @@
+//! The event loop: one thread polls the control socket, the NFQUEUE and a
+//! signalfd, with the protocol's next timer (and the periodic reads of
+//! route use, link feedback and the counters file) as the poll timeout.
+//! The protocol core sees time as the monotonic clock since start.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::net::Ipv4Addr;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use serde::Serialize;
+use tracing::{error, info, warn};
+
+use super::control::ControlSocket;
+use super::iptables::{self, Rule, RECENT_DESTINATIONS, RECENT_SOURCES};
+use super::link_feedback::{arp_table, FailureSource};
+use super::nfqueue::{PacketQueue, Verdict, HOOK_LOCAL_OUT};
+use super::route_use::RecentList;
+use super::routes::{Interface, RouteTable};
+use super::DataPath;
+use crate::ondemand::{Counters, Event, Input, Output, Protocol};
+
+/// Bytes of each queued packet copied to us: the IPv4 header is enough.
+const COPY_RANGE: u32 = 128;
+/// Packets the kernel queues for us before it drops new ones.
+const QUEUE_MAX_LEN: u32 = 4096;
+
+/// The address, prefix and index of `name`.
+pub fn interface(name: &str) -> Result<Interface> {
+    let index = nix::net::if_::if_nametoindex(name).with_context(|| format!("interface {name}"))?;
+    let addresses = nix::ifaddrs::getifaddrs().context("listing interface addresses")?;
+    for entry in addresses.filter(|a| a.interface_name == name) {
+        let address = entry.address.as_ref().and_then(|a| a.as_sockaddr_in()).map(|a| a.ip());
+        let mask = entry.netmask.as_ref().and_then(|a| a.as_sockaddr_in()).map(|a| u32::from(a.ip()));
+        if let (Some(address), Some(mask)) = (address, mask) {
+            return Ok(Interface { index, address, prefix_len: mask.count_ones() as u8 });
+        }
+    }
+    Err(anyhow!("interface {name} has no IPv4 address"))
+}
+
+#[derive(Serialize)]
+struct CountersFile<'a> {
+    address: Ipv4Addr,
+    uptime_ms: u64,
+    /// Every control packet sent: IP bytes and packets (the routing overhead).
+    overhead_bytes: u64,
+    overhead_packets: u64,
+    routes: usize,
+    #[serde(flatten)]
+    counters: &'a Counters,
+}
+
+/// Everything the loop owns besides the protocol.
+struct Platform {
+    config: DataPath,
+    interface: Interface,
+    rules: Vec<Rule>,
+    control: ControlSocket,
+    queue: PacketQueue,
+    routes: RouteTable,
+    /// Held packets by destination: (packet id, mark when queued).
+    held: HashMap<Ipv4Addr, Vec<(u32, u32)>>,
+    installed: usize,
+    destinations: RecentList,
+    sources: RecentList,
+    failures: Option<Box<dyn FailureSource>>,
+    events: Option<File>,
+    start: Instant,
+    mono_at_start_ns: u64,
+}
+
+/// Sets up the data path, runs `protocol` until SIGTERM/SIGINT/SIGHUP,
+/// then undoes the set-up (rules, routes; held packets are rejected).
+pub fn run<P: Protocol>(
+    config: DataPath,
+    make_protocol: impl FnOnce(Ipv4Addr, Duration) -> P,
+    failures: Option<Box<dyn FailureSource>>,
+) -> Result<()> {
+    let interface = interface(&config.interface)?;
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGUSR1] {
+        signals.add(signal);
+    }
+    signals.thread_block().context("blocking signals")?;
+    let signal_fd = SignalFd::with_flags(&signals, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .context("creating the signalfd")?;
+
+    let control = ControlSocket::bind(&config.interface).context("binding UDP port 654")?;
+    let queue = PacketQueue::bind(config.queue, COPY_RANGE, QUEUE_MAX_LEN)
+        .with_context(|| format!("binding NFQUEUE {}", config.queue))?;
+    let mut routes = RouteTable::open(interface).context("opening rtnetlink")?;
+    let leftovers = routes.flush_host_routes()?;
+    if leftovers > 0 {
+        warn!(leftovers, "deleted host routes left by an earlier run");
+    }
+    let rules = iptables::rules(&config, &config.interface);
+    let events = match &config.events {
+        Some(path) => Some(
+            OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("{}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut platform = Platform {
+        interface,
+        rules,
+        control,
+        queue,
+        routes,
+        held: HashMap::new(),
+        installed: 0,
+        destinations: RecentList::new(RECENT_DESTINATIONS),
+        sources: RecentList::new(RECENT_SOURCES),
+        failures,
+        events,
+        start: Instant::now(),
+        mono_at_start_ns: monotonic_ns(),
+        config,
+    };
+    // Rules before the catch-all route: from then on, no packet leaves on it unseen.
+    iptables::add(&platform.config.iptables, &platform.rules).map_err(|e| anyhow!(e))?;
+    let result = platform
+        .routes
+        .install_catch_all(platform.config.realm)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| {
+            let mut protocol = make_protocol(platform.interface.address, Duration::ZERO);
+            info!(address = %platform.interface.address, interface = %platform.config.interface, "aodvd running");
+            let outcome = platform.event_loop(&mut protocol, &signal_fd);
+            platform.shut_down(&mut protocol);
+            outcome
+        });
+    platform.restore();
+    result
+}
+
+impl Platform {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn event_loop<P: Protocol>(&mut self, protocol: &mut P, signal_fd: &SignalFd) -> Result<()> {
+        let route_use_every = Duration::from_millis(self.config.route_use_poll_ms);
+        let feedback_every = Duration::from_millis(self.config.link_feedback_poll_ms);
+        let counters_every = Duration::from_millis(self.config.counters_interval_ms);
+        let (mut next_route_use, mut next_feedback, mut next_counters) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let mut out = Vec::new();
+        loop {
+            let now = self.now();
+            if now >= next_route_use {
+                next_route_use = now + route_use_every;
+                for addr in self.route_use() {
+                    protocol.handle(now, Input::RouteUsed { addr }, &mut out);
+                }
+            }
+            if self.failures.is_some() && now >= next_feedback {
+                next_feedback = now + feedback_every;
+                for neighbor in self.link_failures() {
+                    protocol.handle(now, Input::LinkFailed { neighbor }, &mut out);
+                }
+            }
+            if protocol.poll_at().is_some_and(|t| t <= now) {
+                protocol.handle(now, Input::Tick, &mut out);
+            }
+            self.carry_out(protocol, &mut out);
+            if now >= next_counters {
+                next_counters = now + counters_every;
+                self.write_counters(protocol.counters());
+            }
+
+            let mut wake = next_route_use.min(next_counters);
+            if self.failures.is_some() {
+                wake = wake.min(next_feedback);
+            }
+            if let Some(at) = protocol.poll_at() {
+                wake = wake.min(at);
+            }
+            let wait_ms = wake.saturating_sub(self.now()).as_micros().div_ceil(1000).min(60_000) as u16;
+            let mut fds = [
+                PollFd::new(self.control.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.queue.as_fd(), PollFlags::POLLIN),
+                PollFd::new(signal_fd.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::from(wait_ms)) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(error) => return Err(error).context("poll"),
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            let (control_ready, queue_ready, signal_ready) = (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]));
+            if signal_ready {
+                while let Ok(Some(info)) = signal_fd.read_signal() {
+                    if info.ssi_signo == Signal::SIGUSR1 as u32 {
+                        self.write_counters(protocol.counters());
+                    } else {
+                        info!(signal = info.ssi_signo, "stopping");
+                        return Ok(());
+                    }
+                }
+            }
+            if control_ready {
+                self.receive_control(protocol, &mut out);
+            }
+            if queue_ready {
+                self.receive_queued(protocol, &mut out);
+            }
+        }
+    }
+
+    fn receive_control<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
+        loop {
+            let now = self.now();
+            match self.control.receive() {
+                Ok(Some((received, payload))) => {
+                    protocol.handle(now, Input::Control { from: received.from, ttl: received.ttl, payload }, out);
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    warn!(%error, "receiving a control packet");
+                    break;
+                }
+            }
+        }
+        self.carry_out(protocol, out);
+    }
+
+    fn receive_queued<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
+        let packets = match self.queue.receive() {
+            Ok(packets) => packets,
+            Err(error) => {
+                // ENOBUFS: the kernel dropped packets for us; later ones still come.
+                warn!(%error, "reading the NFQUEUE");
+                return;
+            }
+        };
+        for packet in packets {
+            let now = self.now();
+            let Some((src, dst)) = ipv4_addresses(&packet.payload) else {
+                self.verdict(packet.id, Verdict::Drop, None);
+                continue;
+            };
+            if packet.hook != HOOK_LOCAL_OUT {
+                self.verdict(packet.id, Verdict::Drop, None);
+                protocol.handle(now, Input::NoRoute { src, dst, local: false }, out);
+                continue;
+            }
+            let held = self.held.entry(dst).or_default();
+            if held.len() >= self.config.max_held_per_destination {
+                protocol.counters_mut().packets_dropped += 1;
+                let mark = packet.mark | self.config.reject_mark;
+                self.verdict(packet.id, Verdict::Repeat, Some(mark));
+                continue;
+            }
+            held.push((packet.id, packet.mark));
+            protocol.counters_mut().packets_held += 1;
+            protocol.handle(now, Input::NoRoute { src, dst, local: true }, out);
+            self.carry_out(protocol, out);
+        }
+        self.carry_out(protocol, out);
+    }
+
+    fn verdict(&mut self, id: u32, verdict: Verdict, mark: Option<u32>) {
+        if let Err(error) = self.queue.verdict(id, verdict, mark) {
+            warn!(%error, id, "NFQUEUE verdict");
+        }
+    }
+
+    /// Carries out the protocol's outputs in order.
+    fn carry_out<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
+        for output in out.drain(..) {
+            match output {
+                Output::Send { to, ttl, payload } => {
+                    if let Err(error) = self.control.send(to, ttl, &payload) {
+                        warn!(%error, %to, "sending a control packet");
+                    }
+                }
+                Output::SetRoute { dst, next_hop, .. } => match self.routes.set_host_route(dst, next_hop) {
+                    Ok(()) => self.installed += 1,
+                    Err(error) => error!(%error, "installing a route"),
+                },
+                Output::DeleteRoute { dst } => match self.routes.delete_host_route(dst) {
+                    Ok(()) => self.installed = self.installed.saturating_sub(1),
+                    Err(error) => error!(%error, "deleting a route"),
+                },
+                Output::Release { dst } => {
+                    // A mark that differs from the one at queue time makes the kernel route the packet again.
+                    for (id, mark) in self.held.remove(&dst).unwrap_or_default() {
+                        protocol.counters_mut().packets_released += 1;
+                        self.verdict(id, Verdict::Accept, Some(mark | self.config.release_mark));
+                    }
+                }
+                Output::Drop { dst } => {
+                    // Repeat with the reject mark: the OUTPUT rule answers ICMP host unreachable.
+                    for (id, mark) in self.held.remove(&dst).unwrap_or_default() {
+                        protocol.counters_mut().packets_dropped += 1;
+                        self.verdict(id, Verdict::Repeat, Some(mark | self.config.reject_mark));
+                    }
+                }
+                Output::Event(event) => self.log_event(&event),
+            }
+        }
+    }
+
+    fn route_use(&mut self) -> Vec<Ipv4Addr> {
+        let mut used = Vec::new();
+        for list in [&mut self.destinations, &mut self.sources] {
+            match list.used_since_last() {
+                Ok(addresses) => used.extend(addresses),
+                Err(error) => warn!(%error, "reading route use"),
+            }
+        }
+        used.sort();
+        used.dedup();
+        used
+    }
+
+    fn link_failures(&mut self) -> Vec<Ipv4Addr> {
+        let Some(source) = self.failures.as_mut() else { return Vec::new() };
+        let macs = match source.failed_since_last() {
+            Ok(macs) => macs,
+            Err(error) => {
+                warn!(%error, "reading link-layer feedback");
+                return Vec::new();
+            }
+        };
+        if macs.is_empty() {
+            return Vec::new();
+        }
+        let neighbors = arp_table(&self.config.interface);
+        macs.iter().filter_map(|mac| neighbors.get(mac).copied()).collect()
+    }
+
+    fn log_event(&mut self, event: &Event) {
+        let elapsed = self.now();
+        info!(event = ?event, "protocol event");
+        let Some(file) = self.events.as_mut() else { return };
+        let mut line = match serde_json::to_value(event) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => return,
+        };
+        line.insert("mono_ns".into(), (self.mono_at_start_ns + elapsed.as_nanos() as u64).into());
+        line.insert("wall".into(), wall_clock().into());
+        line.insert("node".into(), self.interface.address.to_string().into());
+        if let Err(error) = writeln!(file, "{}", serde_json::Value::Object(line)) {
+            warn!(%error, "writing the event log");
+        }
+    }
+
+    fn write_counters(&self, counters: &Counters) {
+        let Some(path) = &self.config.counters else { return };
+        let (overhead_bytes, overhead_packets) = counters.overhead();
+        let file = CountersFile {
+            address: self.interface.address,
+            uptime_ms: self.now().as_millis() as u64,
+            overhead_bytes,
+            overhead_packets,
+            routes: self.installed,
+            counters,
+        };
+        if let Err(error) = write_atomically(path, &file) {
+            warn!(%error, path = %path.display(), "writing the counters");
+        }
+    }
+
+    fn shut_down<P: Protocol>(&mut self, protocol: &mut P) {
+        let reject = self.config.reject_mark;
+        for (_, held) in std::mem::take(&mut self.held) {
+            for (id, mark) in held {
+                protocol.counters_mut().packets_dropped += 1;
+                self.verdict(id, Verdict::Repeat, Some(mark | reject));
+            }
+        }
+        self.write_counters(protocol.counters());
+    }
+
+    /// Back to the kernel's own subnet route, without our rules and routes.
+    fn restore(&mut self) {
+        iptables::remove(&self.config.iptables, &self.rules);
+        if let Err(error) = self.routes.flush_host_routes() {
+            error!(%error, "removing our routes");
+        }
+        if let Err(error) = self.routes.restore_connected() {
+            error!(%error, "restoring the subnet route");
+        }
+    }
+}
+
+/// (source, destination) of an IPv4 packet.
+fn ipv4_addresses(packet: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr)> {
+    if packet.len() < 20 || packet[0] >> 4 != 4 {
+        return None;
+    }
+    let src = Ipv4Addr::new(packet[12], packet[13], packet[14], packet[15]);
+    let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
+    Some((src, dst))
+}
+
+fn monotonic_ns() -> u64 {
+    // CLOCK_MONOTONIC cannot fail on Linux; 0 would only mark the events as unplaced.
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|now| now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+fn wall_clock() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Writes JSON to a temporary file and renames it over `path`.
+pub fn write_atomically(path: &Path, value: &impl Serialize) -> io::Result<()> {
+    let temporary = path.with_extension("json.tmp");
+    {
+        let mut file = File::create(&temporary)?;
+        serde_json::to_writer_pretty(&mut file, value)?;
+        file.write_all(b"\n")?;
+    }
+    fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_addresses_come_from_the_header() {
+        let mut packet = vec![0x45; 20];
+        packet[12..20].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 8]);
+        assert_eq!(ipv4_addresses(&packet), Some((Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 8))));
+        assert_eq!(ipv4_addresses(&packet[..10]), None);
+        packet[0] = 0x60;
+        assert_eq!(ipv4_addresses(&packet), None);
+    }
+}

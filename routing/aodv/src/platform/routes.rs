@@ -1,0 +1,223 @@
+//! Kernel routes over rtnetlink: host routes the protocol installs (tagged
+//! with our own routing protocol number so leftovers of a crashed daemon
+//! are found), and the catch-all subnet route with a realm that sends
+//! packets without a host route to the NFQUEUE (see [`super::iptables`]).
+
+use std::io;
+use std::net::Ipv4Addr;
+
+use netlink_packet_core::{
+    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_REPLACE, NLM_F_REQUEST,
+};
+use netlink_packet_route::route::{
+    RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteRealm, RouteScope,
+    RouteType,
+};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+/// The routing protocol number on our routes (`ip route show proto 173`).
+pub const ROUTE_PROTOCOL: u8 = 173;
+
+/// A kernel request that failed: what it was and the kernel's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct RouteError {
+    pub what: String,
+    pub source: io::Error,
+}
+
+/// The interface the routes go through and the subnet of its address.
+#[derive(Clone, Copy, Debug)]
+pub struct Interface {
+    pub index: u32,
+    pub address: Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+impl Interface {
+    pub fn subnet(&self) -> Ipv4Addr {
+        let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix_len)).unwrap_or(0);
+        Ipv4Addr::from(u32::from(self.address) & mask)
+    }
+}
+
+/// An rtnetlink socket in the calling thread's network namespace.
+pub struct RouteTable {
+    socket: Socket,
+    interface: Interface,
+    sequence: u32,
+    buffer: Vec<u8>,
+}
+
+impl RouteTable {
+    pub fn open(interface: Interface) -> io::Result<RouteTable> {
+        let mut socket = Socket::new(NETLINK_ROUTE)?;
+        socket.bind_auto()?;
+        socket.connect(&SocketAddr::new(0, 0))?;
+        Ok(RouteTable { socket, interface, sequence: 0, buffer: vec![0; 64 * 1024] })
+    }
+
+    fn route(&self, dst: Ipv4Addr, prefix_len: u8, protocol: RouteProtocol, scope: RouteScope) -> RouteMessage {
+        let mut route = RouteMessage::default();
+        route.header.address_family = AddressFamily::Inet;
+        route.header.destination_prefix_length = prefix_len;
+        route.header.table = RouteHeader::RT_TABLE_MAIN;
+        route.header.protocol = protocol;
+        route.header.scope = scope;
+        route.header.kind = RouteType::Unicast;
+        route.attributes = vec![
+            RouteAttribute::Destination(RouteAddress::Inet(dst)),
+            RouteAttribute::Oif(self.interface.index),
+        ];
+        route
+    }
+
+    /// `ip route replace DST/32 [via NEXT_HOP onlink] dev IF proto 173`.
+    pub fn set_host_route(&mut self, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<(), RouteError> {
+        let direct = dst == next_hop;
+        let scope = if direct { RouteScope::Link } else { RouteScope::Universe };
+        let mut route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), scope);
+        if !direct {
+            // onlink: the next hop is a neighbour on the interface whatever the prefixes say.
+            route.header.flags = RouteFlags::Onlink;
+            route.attributes.push(RouteAttribute::Gateway(RouteAddress::Inet(next_hop)));
+        }
+        let what = format!("route to {dst} via {next_hop}");
+        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
+    }
+
+    /// `ip route del DST/32 proto 173`; a route already gone is fine.
+    pub fn delete_host_route(&mut self, dst: Ipv4Addr) -> Result<(), RouteError> {
+        let route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::Universe);
+        self.delete(route, format!("deleting the route to {dst}"))
+    }
+
+    /// Replaces the connected subnet route by one with `realm`: packets to
+    /// the subnet without a host route take it and the realm match finds them.
+    pub fn install_catch_all(&mut self, realm: u16) -> Result<(), RouteError> {
+        let connected = self.connected_route(RouteProtocol::Kernel, None);
+        self.delete(connected, "deleting the connected subnet route".into())?;
+        let catch_all = self.connected_route(RouteProtocol::Other(ROUTE_PROTOCOL), Some(realm));
+        let what = format!("adding the catch-all subnet route with realm {realm}");
+        self.request(RouteNetlinkMessage::NewRoute(catch_all), NLM_F_CREATE | NLM_F_REPLACE, what)
+    }
+
+    /// Puts the connected subnet route back as the kernel made it.
+    pub fn restore_connected(&mut self) -> Result<(), RouteError> {
+        let catch_all = self.connected_route(RouteProtocol::Other(ROUTE_PROTOCOL), None);
+        self.delete(catch_all, "deleting the catch-all subnet route".into())?;
+        let connected = self.connected_route(RouteProtocol::Kernel, None);
+        let what = "restoring the connected subnet route".to_string();
+        self.request(RouteNetlinkMessage::NewRoute(connected), NLM_F_CREATE | NLM_F_REPLACE, what)
+    }
+
+    fn connected_route(&self, protocol: RouteProtocol, realm: Option<u16>) -> RouteMessage {
+        let interface = self.interface;
+        let mut route = self.route(interface.subnet(), interface.prefix_len, protocol, RouteScope::Link);
+        route.attributes.push(RouteAttribute::PrefSource(RouteAddress::Inet(interface.address)));
+        if let Some(realm) = realm {
+            route.attributes.push(RouteAttribute::Realm(RouteRealm { source: 0, destination: realm }));
+        }
+        route
+    }
+
+    /// Deletes every IPv4 host route with our protocol number (a crashed
+    /// daemon's leftovers, or ours at exit). Returns how many.
+    pub fn flush_host_routes(&mut self) -> Result<usize, RouteError> {
+        let mut dump = RouteMessage::default();
+        dump.header.address_family = AddressFamily::Inet;
+        let what = "listing routes".to_string();
+        let routes = self.dump(RouteNetlinkMessage::GetRoute(dump), &what)?;
+        let ours: Vec<Ipv4Addr> = routes
+            .into_iter()
+            .filter(|r| {
+                r.header.protocol == RouteProtocol::Other(ROUTE_PROTOCOL)
+                    && r.header.destination_prefix_length == 32
+                    && r.header.table == RouteHeader::RT_TABLE_MAIN
+            })
+            .filter_map(|r| {
+                r.attributes.iter().find_map(|a| match a {
+                    RouteAttribute::Destination(RouteAddress::Inet(dst)) => Some(*dst),
+                    _ => None,
+                })
+            })
+            .collect();
+        for &dst in &ours {
+            self.delete_host_route(dst)?;
+        }
+        Ok(ours.len())
+    }
+
+    fn delete(&mut self, route: RouteMessage, what: String) -> Result<(), RouteError> {
+        match self.request(RouteNetlinkMessage::DelRoute(route), 0, what) {
+            Err(error) if matches!(error.source.raw_os_error(), Some(libc::ESRCH | libc::ENOENT)) => Ok(()),
+            other => other,
+        }
+    }
+
+    fn send(&mut self, message: RouteNetlinkMessage, flags: u16) -> Result<u32, io::Error> {
+        self.sequence = self.sequence.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | flags;
+        header.sequence_number = self.sequence;
+        let mut packet = NetlinkMessage::new(header, NetlinkPayload::from(message));
+        packet.finalize();
+        let mut bytes = vec![0; packet.buffer_len()];
+        packet.serialize(&mut bytes);
+        self.socket.send(&bytes, 0)?;
+        Ok(self.sequence)
+    }
+
+    /// Receives the replies to request `sequence`, calling `each` on every
+    /// message, until the acknowledgement or the end of a dump.
+    fn receive(
+        &mut self,
+        sequence: u32,
+        mut each: impl FnMut(NetlinkMessage<RouteNetlinkMessage>),
+    ) -> Result<(), io::Error> {
+        loop {
+            let size = self.socket.recv(&mut &mut self.buffer[..], 0)?;
+            let mut rest = &self.buffer[..size];
+            while !rest.is_empty() {
+                let length = NetlinkBuffer::new_checked(rest)
+                    .map(|b| b.length() as usize)
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+                let message = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&rest[..length.min(rest.len())])
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+                rest = &rest[((length + 3) & !3).min(rest.len())..];
+                if message.header.sequence_number != sequence {
+                    continue;
+                }
+                match message.payload {
+                    NetlinkPayload::Error(error) => {
+                        return match error.code {
+                            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
+                            None => Ok(()),
+                        };
+                    }
+                    NetlinkPayload::Done(_) => return Ok(()),
+                    _ => each(message),
+                }
+            }
+        }
+    }
+
+    fn request(&mut self, message: RouteNetlinkMessage, flags: u16, what: String) -> Result<(), RouteError> {
+        let result = self.send(message, flags | NLM_F_ACK).and_then(|sequence| self.receive(sequence, |_| {}));
+        result.map_err(|source| RouteError { what, source })
+    }
+
+    fn dump(&mut self, message: RouteNetlinkMessage, what: &str) -> Result<Vec<RouteMessage>, RouteError> {
+        let mut routes = Vec::new();
+        let result = self.send(message, NLM_F_DUMP).and_then(|sequence| {
+            self.receive(sequence, |reply| {
+                if let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRoute(route)) = reply.payload {
+                    routes.push(route);
+                }
+            })
+        });
+        result.map_err(|source| RouteError { what: what.to_string(), source })?;
+        Ok(routes)
+    }
+}
