@@ -1,0 +1,227 @@
+//! What the kernel's routing and neighbour tables say: the next hop of a
+//! destination (`ip route get`, cached until a route changes) and the IPv4
+//! address behind a neighbour's MAC address (the neighbour table, kept
+//! current from its change notifications).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use netlink_packet_core::{NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
+use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteType};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+// linux/rtnetlink.h multicast groups (numbers, not bit masks)
+const RTNLGRP_NEIGH: u32 = 3;
+const RTNLGRP_IPV4_ROUTE: u32 = 7;
+
+/// Where the kernel sends a packet for a destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// To this neighbour (the gateway, or the destination itself on-link).
+    Unicast { next_hop: Ipv4Addr },
+    /// Broadcast, multicast, local, unreachable: not ours to queue.
+    Other,
+}
+
+pub struct Routes {
+    requests: Socket,
+    events: Socket,
+    buffer: Vec<u8>,
+    cache: HashMap<Ipv4Addr, Route>,
+    neighbours: HashMap<[u8; 6], Ipv4Addr>,
+    sequence: u32,
+    /// Route lookups that reached the kernel (cache misses).
+    pub lookups: u64,
+}
+
+impl Routes {
+    /// Opens the sockets in the calling thread's network namespace and reads the neighbour table.
+    pub fn open() -> io::Result<Routes> {
+        let mut requests = Socket::new(NETLINK_ROUTE)?;
+        requests.bind_auto()?;
+        requests.connect(&SocketAddr::new(0, 0))?;
+        let mut events = Socket::new(NETLINK_ROUTE)?;
+        events.bind_auto()?;
+        events.add_membership(RTNLGRP_IPV4_ROUTE)?;
+        events.add_membership(RTNLGRP_NEIGH)?;
+        events.set_non_blocking(true)?;
+        let mut routes = Routes {
+            requests,
+            events,
+            buffer: vec![0; 64 * 1024],
+            cache: HashMap::new(),
+            neighbours: HashMap::new(),
+            sequence: 0,
+            lookups: 0,
+        };
+        routes.dump_neighbours()?;
+        Ok(routes)
+    }
+
+    /// The route to `destination`, from the cache or the kernel.
+    pub fn route(&mut self, destination: Ipv4Addr) -> io::Result<Route> {
+        if let Some(route) = self.cache.get(&destination) {
+            return Ok(*route);
+        }
+        self.lookups += 1;
+        let mut message = RouteMessage::default();
+        message.header.address_family = AddressFamily::Inet;
+        message.header.destination_prefix_length = 32;
+        message.header.table = RouteHeader::RT_TABLE_UNSPEC;
+        message.attributes.push(RouteAttribute::Destination(RouteAddress::Inet(destination)));
+        let replies = self.exchange(RouteNetlinkMessage::GetRoute(message), 0)?;
+        let route = replies
+            .into_iter()
+            .find_map(|reply| match reply {
+                RouteNetlinkMessage::NewRoute(route) => Some(route),
+                _ => None,
+            })
+            .map_or(Route::Other, |reply| {
+                if reply.header.kind != RouteType::Unicast {
+                    return Route::Other;
+                }
+                let gateway = reply.attributes.iter().find_map(|attribute| match attribute {
+                    RouteAttribute::Gateway(RouteAddress::Inet(gateway)) => Some(*gateway),
+                    _ => None,
+                });
+                Route::Unicast { next_hop: gateway.unwrap_or(destination) }
+            });
+        self.cache.insert(destination, route);
+        Ok(route)
+    }
+
+    /// The IPv4 address of the neighbour with this MAC address, if known.
+    pub fn neighbour(&self, mac: &[u8; 6]) -> Option<Ipv4Addr> {
+        self.neighbours.get(mac).copied()
+    }
+
+    /// Reads route and neighbour notifications: a route change empties the
+    /// route cache, a neighbour change updates the MAC map.
+    pub fn handle_events(&mut self) -> io::Result<()> {
+        loop {
+            let size = match self.events.recv(&mut &mut self.buffer[..], 0) {
+                Ok(size) => size,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // Notifications lost: start again from a clean state.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.cache.clear();
+                    self.neighbours.clear();
+                    return self.dump_neighbours();
+                }
+                Err(e) => return Err(e),
+            };
+            for message in parse_messages(&self.buffer[..size]) {
+                match message {
+                    RouteNetlinkMessage::NewRoute(_) | RouteNetlinkMessage::DelRoute(_) => self.cache.clear(),
+                    RouteNetlinkMessage::NewNeighbour(neighbour) => self.learn(&neighbour),
+                    RouteNetlinkMessage::DelNeighbour(neighbour) => {
+                        if let Some((mac, _)) = neighbour_entry(&neighbour) {
+                            self.neighbours.remove(&mac);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn learn(&mut self, neighbour: &NeighbourMessage) {
+        if let Some((mac, address)) = neighbour_entry(neighbour) {
+            self.neighbours.insert(mac, address);
+        }
+    }
+
+    fn dump_neighbours(&mut self) -> io::Result<()> {
+        let mut request = NeighbourMessage::default();
+        request.header.family = AddressFamily::Inet;
+        for reply in self.exchange(RouteNetlinkMessage::GetNeighbour(request), NLM_F_DUMP)? {
+            if let RouteNetlinkMessage::NewNeighbour(neighbour) = reply {
+                self.learn(&neighbour);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one request and collects its replies (until the answer or NLMSG_DONE).
+    fn exchange(&mut self, request: RouteNetlinkMessage, flags: u16) -> io::Result<Vec<RouteNetlinkMessage>> {
+        self.sequence = self.sequence.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | flags;
+        header.sequence_number = self.sequence;
+        let mut message = NetlinkMessage::new(header, NetlinkPayload::from(request));
+        message.finalize();
+        let mut bytes = vec![0; message.buffer_len()];
+        message.serialize(&mut bytes);
+        self.requests.send(&bytes, 0)?;
+        let mut replies = Vec::new();
+        loop {
+            let size = self.requests.recv(&mut &mut self.buffer[..], 0)?;
+            let mut rest = &self.buffer[..size];
+            while let Ok(buffer) = NetlinkBuffer::new_checked(rest) {
+                let length = buffer.length() as usize;
+                let sequence = buffer.sequence_number();
+                let message = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&rest[..length]);
+                rest = &rest[((length + 3) & !3).min(rest.len())..];
+                if sequence != self.sequence {
+                    continue; // an answer to an earlier request we gave up on
+                }
+                match message.map(|m| m.payload) {
+                    Ok(NetlinkPayload::InnerMessage(reply)) => {
+                        replies.push(reply);
+                        if flags & NLM_F_DUMP == 0 {
+                            return Ok(replies);
+                        }
+                    }
+                    Ok(NetlinkPayload::Done(_)) => return Ok(replies),
+                    Ok(NetlinkPayload::Error(error)) => {
+                        return match error.code {
+                            // No route: the kernel would not send it either.
+                            Some(code) if -code.get() == libc::ENETUNREACH || -code.get() == libc::EHOSTUNREACH => {
+                                Ok(replies)
+                            }
+                            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
+                            None => Ok(replies),
+                        };
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(io::Error::other(format!("rtnetlink reply: {e}"))),
+                }
+            }
+        }
+    }
+
+    pub fn events_fd(&self) -> BorrowedFd<'_> {
+        self.events.as_fd()
+    }
+}
+
+fn neighbour_entry(neighbour: &NeighbourMessage) -> Option<([u8; 6], Ipv4Addr)> {
+    let mut address = None;
+    let mut mac = None;
+    for attribute in &neighbour.attributes {
+        match attribute {
+            NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => address = Some(*ip),
+            NeighbourAttribute::LinkLayerAddress(bytes) => mac = <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+            _ => {}
+        }
+    }
+    Some((mac?, address?))
+}
+
+fn parse_messages(mut bytes: &[u8]) -> Vec<RouteNetlinkMessage> {
+    let mut messages = Vec::new();
+    while let Ok(buffer) = NetlinkBuffer::new_checked(bytes) {
+        let length = buffer.length() as usize;
+        if let Ok(NetlinkPayload::InnerMessage(message)) =
+            NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes[..length]).map(|m| m.payload)
+        {
+            messages.push(message);
+        }
+        bytes = &bytes[((length + 3) & !3).min(bytes.len())..];
+    }
+    messages
+}
