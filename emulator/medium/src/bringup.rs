@@ -23,6 +23,8 @@ pub struct NodeSpec {
     pub prefix_len: u8,
     pub mtu: u32,
     pub routes: Vec<HostRoute>,
+    /// IPv6 on for wlan0 (link-local only).
+    pub ipv6_link_local: bool,
 }
 
 /// `destination/32 via gateway dev wlan0`.
@@ -133,6 +135,9 @@ fn set_up_node(node: &NodeSpec) -> Result<NodeUp, BringUpError> {
     netns::set_node_sysctls().map_err(fail("setting sysctls"))?;
     let tap = netns::create_tap(TAP_NAME).map_err(fail("creating the TAP wlan0"))?;
     netns::set_interface_ipv4_sysctls(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    if node.ipv6_link_local {
+        netns::enable_ipv6_link_local(TAP_NAME).map_err(fail("enabling IPv6 on wlan0"))?;
+    }
     let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
 
     let mut requests = vec![

@@ -26,6 +26,10 @@ pub struct LabConfig {
     pub priority_udp_ports: Vec<u16>,
     #[serde(default)]
     pub realtime: Realtime,
+    /// Leave IPv6 on for wlan0 (link-local address only, no DAD), for
+    /// daemons that speak over it (babeld).
+    #[serde(default)]
+    pub ipv6_link_local: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -210,6 +214,7 @@ pub(crate) mod tests {
         assert_eq!(config.nodes[1].ipv4, Ipv4Addr::new(10, 0, 0, 2));
         assert_eq!(config.routing, Routing::Static);
         assert_eq!(config.priority_udp_ports, vec![654]);
+        assert!(!config.ipv6_link_local);
     }
 
     #[test]

@@ -123,6 +123,14 @@ pub fn set_interface_ipv4_sysctls(interface: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// IPv6 on for one interface while `all` and `default` stay off: the kernel
+/// gives it a link-local address (from the MAC) when it goes up, usable at
+/// once (no duplicate address detection: the MACs are unique).
+pub fn enable_ipv6_link_local(interface: &str) -> io::Result<()> {
+    write_sysctl(&format!("net/ipv6/conf/{interface}/accept_dad"), "0")?;
+    write_sysctl(&format!("net/ipv6/conf/{interface}/disable_ipv6"), "0")
+}
+
 /// Creates the persistent TAP `name` (no packet information header) in the
 /// calling thread's network namespace and returns its non-blocking fd.
 /// Persistent, so that closing the fd is cheap: the device goes away with its

@@ -197,6 +197,7 @@ pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
                 .into_iter()
                 .map(|(destination, gateway)| HostRoute { destination: ip(destination), gateway: ip(gateway) })
                 .collect(),
+            ipv6_link_local: config.ipv6_link_local,
         })
         .collect()
 }
