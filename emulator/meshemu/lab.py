@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import medium, procs
+from . import medium, procs, routing
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
@@ -153,6 +153,7 @@ class Lab:
         source = Path(topology.source)
         self._setup(lab_name, str(source.resolve()) if source.is_file() else None,
                     topology.lab_config(lab_name, run_dir_of(lab_name)))
+        self.routing = topology.routing_choice  # the daemons `up` starts (routing.py)
 
     def _setup(self, name: str, source: str | None, config: dict[str, Any]) -> None:
         self.name = name
@@ -192,6 +193,7 @@ class Lab:
             raise LabError(f"lab {name!r}: cannot read {run_dir / LAB_FILE}: {exc}") from None
         lab = cls.__new__(cls)
         lab._setup(name, state.topology, config)
+        lab.routing = routing.saved_choice(run_dir)
         lab.ready = lab._read_ready()
         return lab
 
@@ -255,6 +257,7 @@ class Lab:
                     inode = procs.netns_inode(NETNS_DIR / namespace)
                     if inode is not None:
                         current.netns_inodes[namespace] = inode
+            routing.start(self)
         except BaseException:
             self.down()
             raise

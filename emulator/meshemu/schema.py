@@ -418,6 +418,71 @@ def _profile_name(value: Any) -> str:
 ProfileName = Annotated[str, BeforeValidator(_profile_name)]
 
 
+# --- routing ---------------------------------------------------------------------
+
+Ttl = Annotated[int, Field(ge=1, le=255)]
+PerSecond = Annotated[int, Field(ge=1, le=10_000)]
+
+
+class AodvOptions(StrictModel):
+    """aodvd settings (routing/aodv/README.md); unset ones keep the daemon's
+    defaults (RFC 3561 with the TCP-variants paper's Table I)."""
+
+    hello_interval: Duration | None = None  # 0s: no HELLOs (then link_layer_feedback)
+    allowed_hello_loss: Annotated[int, Field(ge=1, le=100)] | None = None
+    active_route_timeout: PositiveDuration | None = None
+    link_layer_feedback: bool | None = None
+    local_repair: bool | None = None
+    gratuitous_rrep: bool | None = None
+    intermediate_replies: bool | None = None
+    expanding_ring_search: bool | None = None
+    ttl_start: Ttl | None = None
+    ttl_increment: Ttl | None = None
+    ttl_threshold: Ttl | None = None
+    net_diameter: Ttl | None = None
+    node_traversal_time: PositiveDuration | None = None
+    rreq_retries: Annotated[int, Field(ge=0, le=100)] | None = None
+    rreq_rate_limit: PerSecond | None = None
+    rerr_rate_limit: PerSecond | None = None
+    rrep_ack: bool | None = None
+    broadcast_jitter: Duration | None = None
+
+
+class AodvRouting(StrictModel):
+    aodv: AodvOptions
+
+
+class BabeldOptions(StrictModel):
+    """Debian's babeld; unset ones keep babeld's defaults."""
+
+    hello_interval: PositiveDuration | None = None
+    update_interval: PositiveDuration | None = None
+
+
+class BabeldRouting(StrictModel):
+    babeld: BabeldOptions
+
+
+def _routing_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "name"
+    if isinstance(value, dict) and len(value) == 1:
+        return next(iter(value)) if next(iter(value)) in ("aodv", "babeld") else None
+    return None
+
+
+RoutingSpec = Annotated[
+    Union[
+        Annotated[Literal["static", "none", "aodv", "babeld"], Tag("name")],
+        Annotated[AodvRouting, Tag("aodv")],
+        Annotated[BabeldRouting, Tag("babeld")],
+    ],
+    Discriminator(_routing_kind, custom_error_type="routing",
+                  custom_error_message="expected static, none, aodv, babeld, {aodv: {option: value}} or "
+                                       "{babeld: {option: value}}"),
+]
+
+
 class TopologySpec(StrictModel):
     name: LabName | None = None
     profile: ProfileName = "ns2-wavelan"
@@ -425,7 +490,7 @@ class TopologySpec(StrictModel):
     seed: Seed = 1
     mac: Mac = "dcf"
     subnet: Subnet = ipaddress.IPv4Network("10.0.0.0/16")
-    routing: Literal["static", "none"] = "static"
+    routing: RoutingSpec = "static"
     area: Area | None = None
     defaults: Defaults | None = None
     generate: Generator | None = None

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from . import generators, medium, profiles
+from .routing import RoutingChoice, choice_of
 from .errors import ConfigError, Problem
 from .ns2trace import TraceNode, load_trace
 from .schema import (
@@ -53,10 +54,11 @@ class Topology:
 
     name: str | None
     source: str
-    routing: str
+    routing: str  # LAB.json's routing: static, or none when a daemon (routing_choice) owns the routes
     subnet: ipaddress.IPv4Network
     nodes: tuple[TopologyNode, ...]
     medium: dict[str, Any]
+    routing_choice: RoutingChoice = RoutingChoice("static")
 
     def node(self, name: str) -> TopologyNode:
         for node in self.nodes:
@@ -78,6 +80,7 @@ class Topology:
             "routing": self.routing,
             "priority_udp_ports": PRIORITY_UDP_PORTS,
             "realtime": {"sched_fifo": False, "spin_ns": 0},
+            "ipv6_link_local": self.routing_choice.ipv6_link_local,
         }
 
 
@@ -189,7 +192,8 @@ class _Resolver:
             TopologyNode(index, node.name, addresses[index], tuple(config["nodes"][index]["position"]))
             for index, node in enumerate(planned)
         )
-        return Topology(self.spec.name, self.doc.file, self.spec.routing, self.spec.subnet, nodes, config)
+        choice = choice_of(self.spec.routing)
+        return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice)
 
     # --- profile and radio ---
 

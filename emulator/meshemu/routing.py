@@ -1,0 +1,242 @@
+"""Routing plug-ins: what a topology's `routing:` runs in a lab.
+
+    routing: static                      # the medium installs minimum-hop routes at time 0
+    routing: none                        # no routes beyond the subnet
+    routing: aodv                        # aodvd (routing/aodv) in every node
+    routing: {aodv: {hello_interval: 1s, local_repair: true}}
+    routing: babeld                      # Debian's babeld, unmodified
+    routing: {babeld: {hello_interval: 1s}}
+
+A choice maps to (a) the `routing` of LAB.json (`static`, or `none` when a
+daemon owns the routes) and whether the medium leaves IPv6 link-local on, and
+(b) the daemons `start(lab)` runs in every node once the medium is ready:
+their argument lists, the files they get, how to tell they are ready and
+where their counters are. Daemons are started with `Node.spawn` (recorded in
+the lab state, stopped by PID at down); iptables rules a daemon adds are
+recorded with `record_iptables_rule` before it starts, so `meshemu cleanup`
+removes them after a crash.
+
+Per node, under `run_dir/nodes/<node>/`: `aodvd.toml`, `aodvd.log` (JSON
+log), `aodv.json` (counters, rewritten every second and at exit),
+`aodv-events.jsonl` (route and discovery events with `mono_ns` timestamps);
+`babeld.conf`, `babeld.log`, `babeld.pid`, `babeld.state`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import medium
+from .errors import LabError
+from .schema import AodvRouting, BabeldRouting
+from .state import IptablesRule, record_iptables_rule
+
+if TYPE_CHECKING:
+    from .lab import Lab, Node
+
+CHOICE_FILE = "routing.json"
+AODV_PROGRAM = "aodvd"
+AODV_COUNTERS = "aodv.json"
+AODV_EVENTS = "aodv-events.jsonl"
+BABELD_PROGRAM = "babeld"
+READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
+
+# Topology option -> aodvd [aodv] key and the factor from the schema's unit (ns for times).
+_AODV_KEYS = {
+    "hello_interval": ("hello_interval_ms", 1e-6),
+    "active_route_timeout": ("active_route_timeout_ms", 1e-6),
+    "node_traversal_time": ("node_traversal_time_ms", 1e-6),
+    "broadcast_jitter": ("broadcast_jitter_ms", 1e-6),
+}
+
+
+@dataclass(frozen=True)
+class RoutingChoice:
+    """A topology's routing: the name and the daemon's settings (aodvd's
+    [aodv] keys, or babeld's interface options)."""
+
+    name: str  # static | none | aodv | babeld
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lab_routing(self) -> str:
+        """LAB.json's `routing`: daemons own the routes, the medium installs none."""
+        return "static" if self.name == "static" else "none"
+
+    @property
+    def ipv6_link_local(self) -> bool:
+        return self.name == "babeld"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "options": self.options}
+
+
+def choice_of(spec: Any) -> RoutingChoice:
+    """The schema's `routing` value as a choice with daemon-ready settings."""
+    if isinstance(spec, str):
+        return RoutingChoice(spec)
+    if isinstance(spec, AodvRouting):
+        options = {}
+        for key, value in spec.aodv.model_dump(exclude_none=True).items():
+            name, factor = _AODV_KEYS.get(key, (key, None))
+            options[name] = round(value * factor) if factor is not None else value
+        return RoutingChoice("aodv", options)
+    if isinstance(spec, BabeldRouting):
+        options = {key: value / 1e9 for key, value in spec.babeld.model_dump(exclude_none=True).items()}
+        return RoutingChoice("babeld", options)
+    raise TypeError(f"not a routing spec: {spec!r}")
+
+
+def saved_choice(run_dir: Path) -> RoutingChoice:
+    """The choice a lab was brought up with (static for labs without one)."""
+    try:
+        data = json.loads((run_dir / CHOICE_FILE).read_text())
+        return RoutingChoice(data["name"], data["options"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return RoutingChoice("static")
+
+
+def node_dir(lab: "Lab", node: "Node") -> Path:
+    path = lab.run_dir / "nodes" / node.name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# --- aodvd ----------------------------------------------------------------------------
+
+
+def _aodv_config(lab: "Lab", node: "Node", options: dict[str, Any]) -> Path:
+    directory = node_dir(lab, node)
+    seed = int(lab.config["medium"]["seed"]) * 1_000_003 + node.index
+    lines = ["[aodv]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(options.items())]
+    lines += ["", "[daemon]", 'interface = "wlan0"', f"seed = {seed % 2**63}",
+              f"counters = {json.dumps(str(directory / AODV_COUNTERS))}",
+              f"events = {json.dumps(str(directory / AODV_EVENTS))}"]
+    path = directory / "aodvd.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _start_aodv(lab: "Lab", options: dict[str, Any]) -> None:
+    program = str(medium.find_program(AODV_PROGRAM))
+    logs = []
+    for node in lab:
+        config = _aodv_config(lab, node, options)
+        argv = [program, "--config", str(config)]
+        listing = node.run(argv + ["--print-rules"], timeout=10)
+        if listing.returncode != 0:
+            raise LabError(f"aodvd refused its configuration on {node.name}: {listing.stderr.strip()}")
+        for rule in json.loads(listing.stdout):
+            record_iptables_rule(lab.run_dir, IptablesRule(node.netns, rule["table"], rule["chain"], rule["rule"]))
+        (node_dir(lab, node) / AODV_COUNTERS).unlink(missing_ok=True)
+        log = open(node_dir(lab, node) / "aodvd.log", "wb")
+        logs.append(log)
+        process = node.spawn(argv, stderr=log)
+        _wait_for(lab, node, process, node_dir(lab, node) / AODV_COUNTERS, "aodvd.log")
+    for log in logs:
+        log.close()
+
+
+# --- babeld ---------------------------------------------------------------------------
+
+
+def _start_babeld(lab: "Lab", options: dict[str, Any]) -> None:
+    program = shutil.which(BABELD_PROGRAM)
+    if program is None:
+        raise LabError("routing: babeld needs the babeld program (Debian package babeld): apt-get install babeld")
+    interface = ["interface wlan0 type wireless"]
+    for key, word in (("hello_interval", "hello-interval"), ("update_interval", "update-interval")):
+        if key in options:
+            interface.append(f"{word} {options[key]:g}")
+    for node in lab:
+        directory = node_dir(lab, node)
+        (directory / "babeld.conf").write_text(" ".join(interface) + "\n")
+        pid_file = directory / "babeld.pid"
+        pid_file.unlink(missing_ok=True)
+        argv = [program, "-c", str(directory / "babeld.conf"), "-I", str(pid_file),
+                "-S", str(directory / "babeld.state"), "wlan0"]
+        with open(directory / "babeld.log", "wb") as log:
+            process = node.spawn(argv, stderr=log)
+        _wait_for(lab, node, process, pid_file, "babeld.log")
+
+
+def _wait_for(lab: "Lab", node: "Node", process: Any, ready_file: Path, log_name: str) -> None:
+    """Until `ready_file` exists; a daemon that exits first is an error with its log."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not ready_file.exists():
+        status = process.poll()
+        if status is not None or time.monotonic() > deadline:
+            log = node_dir(lab, node) / log_name
+            tail = log.read_text(errors="replace").strip()[-1500:] if log.exists() else ""
+            what = f"exited with status {status}" if status is not None else f"was not ready after {READY_TIMEOUT:.0f} s"
+            raise LabError(f"{Path(process.argv[0]).name} on {node.name} {what}: {tail or '(no output)'}")
+        time.sleep(0.01)
+
+
+_STARTERS = {"aodv": _start_aodv, "babeld": _start_babeld}
+
+
+def start(lab: "Lab") -> None:
+    """Starts the routing daemons of `lab.routing` in every node (after the
+    medium is ready) and records the choice for `Lab.attach`."""
+    choice: RoutingChoice = lab.routing
+    (lab.run_dir / CHOICE_FILE).write_text(json.dumps(choice.to_json()))
+    starter = _STARTERS.get(choice.name)
+    if starter is not None:
+        starter(lab, choice.options)
+
+
+# --- counters -------------------------------------------------------------------------
+
+
+def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
+    """aodvd's counters of every node (routing/aodv/README.md, "Counters"),
+    as last written (at most a second old; see `refresh_counters`)."""
+    result = {}
+    for node in lab:
+        path = lab.run_dir / "nodes" / node.name / AODV_COUNTERS
+        try:
+            result[node.name] = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            continue
+    return result
+
+
+def control_overhead(lab: "Lab") -> tuple[int, int] | None:
+    """Routing control traffic every daemon of the lab sent: (IP bytes,
+    packets). (0, 0) for static and no routing; None when the daemon does
+    not count it (babeld)."""
+    choice: RoutingChoice = lab.routing
+    if choice.name in ("static", "none"):
+        return (0, 0)
+    if choice.name != "aodv":
+        return None
+    refresh_counters(lab)
+    totals = [(c["overhead_bytes"], c["overhead_packets"]) for c in counters(lab).values()]
+    return (sum(b for b, _ in totals), sum(p for _, p in totals))
+
+
+def refresh_counters(lab: "Lab", timeout: float = 2.0) -> None:
+    """Asks the aodvd processes this Lab object started for fresh counters
+    (SIGUSR1) and waits until their files were rewritten."""
+    before = {}
+    for node in lab:
+        path = lab.run_dir / "nodes" / node.name / AODV_COUNTERS
+        before[path] = path.stat().st_mtime_ns if path.exists() else 0
+    for process in lab._spawned:
+        # Our own unreaped children: their PIDs cannot have been reused.
+        if Path(process.argv[0]).name == AODV_PROGRAM and process.poll() is None:
+            os.kill(process.pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(path.exists() and path.stat().st_mtime_ns != mtime for path, mtime in before.items()):
+            return
+        time.sleep(0.01)
