@@ -90,11 +90,12 @@ class Tools:
 class Started:
     """A program the run started."""
 
-    role: str  # server | client | probe | capture | command
+    role: str  # server (exits by itself) | sink (stopped by us) | client | probe | capture | command
     flow: Flow
     process: Process
     stdout: Path
     stderr: Path
+    stopped: bool = False  # still running when the run stopped it
 
 
 @dataclass
@@ -191,7 +192,7 @@ class Execution:
                 self._wait_listening(dst, "tcp", flow.port)
             elif flow.kind == "udp":
                 start, end = self._window_ns(flow)
-                self._spawn(dst, "server", flow, "recv.jsonl",
+                self._spawn(dst, "sink", flow, "recv.jsonl",
                             [self.tools["meshemu-udp"], "recv", "--port", str(flow.port), "--json", "--interval", "1s",
                              "--window-start", str(start), "--window-end", str(end)])
                 self._wait_listening(dst, "udp", flow.port)
@@ -265,6 +266,7 @@ class Execution:
         """SIGTERM (SIGKILL after a grace) to the programs still running."""
         running = [s for s in self.started if (roles is None or s.role in roles) and s.process.poll() is None]
         for started in running:
+            started.stopped = True
             started.process.terminate()
         deadline = time.monotonic() + PROCESS_GRACE_S
         for started in running:
@@ -302,7 +304,7 @@ class Execution:
                     first, last = busiest[0], busiest[-1]
                     if last["time_ns"] > first["time_ns"]:
                         rate = (last["bytes_acked"] - first["bytes_acked"]) * 8e9 / (last["time_ns"] - first["time_ns"])
-            elif started.role == "server" and started.stdout.suffix == ".jsonl" and started.flow.kind == "udp":
+            elif started.role == "sink":
                 intervals = [row for row in metrics.read_tail(started.stdout) if row.get("type") == "interval"]
                 if intervals:
                     rate = intervals[-1]["bytes"] * 8.0
@@ -344,7 +346,8 @@ class Execution:
             self.phase = "draining"
             self._wait_exit({"client"}, CLIENT_GRACE_S)
             self._sleep_until((run.duration_ns + run.measure["drain"]) / NS)
-            self._wait_exit({"server"}, 1.0 if any(f.kind == "tcp" for f in run.flows) else 0.0)
+            # iperf3 and tfrc servers end after the client's final exchange.
+            self._wait_exit({"server"}, CLIENT_GRACE_S)
             overhead = control_overhead(lab)
         finally:
             self.phase = "tearing down"
@@ -378,12 +381,16 @@ class Execution:
 
     def _failure(self, started: Started) -> str | None:
         code = started.process.poll()
-        if code in (0, None) or started.role in ("probe", "capture", "command"):
+        if started.role in ("probe", "capture", "command", "sink"):
             return None
-        if started.role == "server" and code < 0:
-            return None  # stopped by us after the drain
+        name = f"{started.role} of flow {started.flow.name} ({started.process.argv[0]})"
+        if started.stopped:
+            # A server still waiting at the very end has delivered its data; a client has not.
+            return None if started.role == "server" else f"{name} did not finish {CLIENT_GRACE_S:.0f} s after its stop"
+        if code == 0:
+            return None
         detail = started.stderr.read_text(errors="replace").strip().splitlines()[-1:] or ["no error output"]
-        return f"{started.role} of flow {started.flow.name} ({started.process.argv[0]}) exited with {code}: {detail[0]}"
+        return f"{name} exited with {code}: {detail[0]}"
 
     def _outcome(self, snapshots: list[dict[str, Any]], lateness: dict[str, Any] | None,
                  overhead: tuple[int, int] | None, started_at: float) -> Outcome:
