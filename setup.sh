@@ -30,7 +30,20 @@ debian_packages=(
     pkg-config
     ca-certificates
     curl
+    # The VM mode (meshemu vm): QEMU, a static busybox for virtme-ng's
+    # initramfs, kmod (depmod for the cached kernel, modprobe in the guest),
+    # iw (hwsim radios are configured with it inside the VM).
+    qemu-system-x86
+    busybox-static
+    kmod
+    iw
 )
+
+# The VM mode boots Debian's stock kernel (linux-image-amd64) from a cache in
+# the repository: the package is fetched with apt-get download and unpacked,
+# never installed on the host. virtme-ng builds the initramfs and QEMU command.
+vm_cache="$here/.cache/vm"
+virtme_ng_version="1.42"
 
 install_debian_packages() {
     local missing=()
@@ -86,11 +99,46 @@ ensure_venv() {
     done
 }
 
+# Unpacks the kernel package linux-image-amd64 depends on into
+# .cache/vm/kernel/<version>/ (boot/vmlinuz-<version>, lib/modules/<version>
+# with modules.dep) and points .cache/vm/kernel/current at it.
+fetch_vm_kernel() {
+    local package version dir debs
+    package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+    [ -n "$package" ] || { apt-get update -qq; package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print $2; exit}'); }
+    [ -n "$package" ] || die "cannot find the kernel package of linux-image-amd64 (apt-cache depends linux-image-amd64)"
+    version=${package#linux-image-}
+    dir="$vm_cache/kernel/$version"
+    if [ ! -f "$dir/boot/vmlinuz-$version" ] || [ ! -f "$dir/lib/modules/$version/modules.dep" ]; then
+        say "fetching the VM kernel $package into .cache/vm"
+        debs="$vm_cache/debs"
+        mkdir -p "$debs" "$vm_cache/kernel"
+        # apt's download user cannot write into root's directories: fetch as root.
+        (cd "$debs" && apt-get download -q -o APT::Sandbox::User=root "$package" >/dev/null)
+        rm -rf "$dir.partial"
+        dpkg-deb -x "$debs/${package}_"*.deb "$dir.partial"
+        depmod -b "$dir.partial" "$version"
+        rm -rf "$dir"
+        mv "$dir.partial" "$dir"
+        rm -f "$debs/${package}_"*.deb
+    fi
+    ln -sfn "$version" "$vm_cache/kernel/current"
+}
+
+ensure_virtme_ng() {
+    if ! "$venv/bin/pip" show virtme-ng 2>/dev/null | grep -q "^Version: $virtme_ng_version\$"; then
+        say "installing virtme-ng $virtme_ng_version into the virtualenv"
+        "$venv/bin/pip" install --quiet "virtme-ng==$virtme_ng_version"
+    fi
+}
+
 install_all() {
     install_debian_packages
     ensure_rust
     build_rust
     ensure_venv
+    ensure_virtme_ng
+    fetch_vm_kernel
 }
 
 run_tests() {
