@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use meshemu_aodv::aodv::{Aodv, Config};
-use meshemu_aodv::platform::link_feedback::{FailureSource, RadioStatsFailures};
+use meshemu_aodv::platform::link_feedback::{LinkLayer, RadioStatsLinks};
 use meshemu_aodv::platform::{daemon, iptables, DataPath};
 use meshemu_radiostats::RadioStats;
 use serde::Deserialize;
@@ -122,19 +122,20 @@ fn run(args: Args) -> Result<()> {
     if nix::unistd::geteuid().as_raw() != 0 {
         bail!("aodvd changes routes and netfilter rules: run it as root");
     }
-    let failures: Option<Box<dyn FailureSource>> = if config.aodv.link_layer_feedback {
-        let stats = match &config.daemon.radio_stats {
-            Some(path) => RadioStats::open(path),
-            None => RadioStats::open_own(),
-        }
-        .context("link-layer feedback needs the radio statistics page")?;
-        Some(Box::new(RadioStatsFailures::new(stats)))
-    } else {
-        None
+    // The radio statistics page, when there is one: link-layer feedback and
+    // neighbour liveness from frames received. Without it (a real node
+    // without such counters), HELLOs alone judge links.
+    let page = match &config.daemon.radio_stats {
+        Some(path) => Some(RadioStats::open(path).context("daemon.radio_stats")?),
+        None => RadioStats::open_own().ok(),
     };
+    if page.is_none() && config.aodv.link_layer_feedback {
+        bail!("aodv.link_layer_feedback needs the radio statistics page (daemon.radio_stats)");
+    }
+    let link_layer = page.map(|stats| Box::new(RadioStatsLinks::new(stats)) as Box<dyn LinkLayer>);
     let seed = config.daemon.seed;
     let protocol = config.aodv.clone();
-    daemon::run(config.daemon, move |address, now| Aodv::new(protocol, address, seed, now), failures)
+    daemon::run(config.daemon, move |address, now| Aodv::new(protocol, address, seed, now), link_layer)
 }
 
 #[cfg(test)]

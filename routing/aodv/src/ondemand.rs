@@ -33,6 +33,8 @@ pub enum Input<'a> {
     RouteUsed { addr: Ipv4Addr },
     /// The link layer could not deliver a frame to this neighbour.
     LinkFailed { neighbor: Ipv4Addr },
+    /// The link layer received frames from this neighbour (data included).
+    NeighborHeard { neighbor: Ipv4Addr },
 }
 
 /// What the core wants done.

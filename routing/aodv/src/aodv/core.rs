@@ -788,6 +788,11 @@ impl Protocol for Aodv {
             Input::Tick => {}
             Input::NoRoute { dst, local, .. } => self.no_route(now, dst, local, out),
             Input::RouteUsed { addr } => self.refresh(now, addr),
+            Input::NeighborHeard { neighbor } => {
+                if let Some(last) = self.heard.get_mut(&neighbor) {
+                    *last = now; // 6.11: any packet shows the link works, not only HELLOs
+                }
+            }
             Input::LinkFailed { neighbor } => {
                 if self.config.link_layer_feedback {
                     self.link_broken(now, neighbor, "link layer", out);

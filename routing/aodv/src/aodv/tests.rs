@@ -484,3 +484,21 @@ fn same_seed_same_outputs() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn frames_heard_by_the_link_layer_keep_a_neighbour_alive_without_hellos() {
+    let config = Config { broadcast_jitter_ms: 0, ..Config::default() };
+    let mut net = Net::chain(3, config);
+    net.run_until(ms(3000));
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+    net.run_until(ms(3500));
+    net.unlink(1, 2); // HELLOs lost (a busy channel), data frames still arrive
+    while net.now < ms(8000) {
+        net.input(1, Input::NeighborHeard { neighbor: addr(2) });
+        let next = net.now + ms(500);
+        net.run_until(next);
+    }
+    assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]));
+    net.run_until(ms(10_200));
+    assert!(net.kernel[1].get(&addr(2)).is_none(), "silence breaks the link");
+}

@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 
 use super::control::ControlSocket;
 use super::iptables::{self, Rule, RECENT_DESTINATIONS, RECENT_SOURCES};
-use super::link_feedback::{arp_table, FailureSource};
+use super::link_feedback::{arp_table, LinkLayer};
 use super::nfqueue::{PacketQueue, Verdict, HOOK_LOCAL_OUT};
 use super::route_use::RecentList;
 use super::routes::{Interface, RouteTable};
@@ -71,7 +71,7 @@ struct Platform {
     installed: usize,
     destinations: RecentList,
     sources: RecentList,
-    failures: Option<Box<dyn FailureSource>>,
+    link_layer: Option<Box<dyn LinkLayer>>,
     events: Option<File>,
     start: Instant,
     mono_at_start_ns: u64,
@@ -82,7 +82,7 @@ struct Platform {
 pub fn run<P: Protocol>(
     config: DataPath,
     make_protocol: impl FnOnce(Ipv4Addr, Duration) -> P,
-    failures: Option<Box<dyn FailureSource>>,
+    link_layer: Option<Box<dyn LinkLayer>>,
 ) -> Result<()> {
     let interface = interface(&config.interface)?;
     let mut signals = SigSet::empty();
@@ -118,7 +118,7 @@ pub fn run<P: Protocol>(
         installed: 0,
         destinations: RecentList::new(RECENT_DESTINATIONS),
         sources: RecentList::new(RECENT_SOURCES),
-        failures,
+        link_layer,
         events,
         start: Instant::now(),
         mono_at_start_ns: monotonic_ns(),
@@ -160,9 +160,13 @@ impl Platform {
                     protocol.handle(now, Input::RouteUsed { addr }, &mut out);
                 }
             }
-            if self.failures.is_some() && now >= next_feedback {
+            if self.link_layer.is_some() && now >= next_feedback {
                 next_feedback = now + feedback_every;
-                for neighbor in self.link_failures() {
+                let (failed, heard) = self.link_activity();
+                for neighbor in heard {
+                    protocol.handle(now, Input::NeighborHeard { neighbor }, &mut out);
+                }
+                for neighbor in failed {
                     protocol.handle(now, Input::LinkFailed { neighbor }, &mut out);
                 }
             }
@@ -176,7 +180,7 @@ impl Platform {
             }
 
             let mut wake = next_route_use.min(next_counters);
-            if self.failures.is_some() {
+            if self.link_layer.is_some() {
                 wake = wake.min(next_feedback);
             }
             if let Some(at) = protocol.poll_at() {
@@ -320,20 +324,22 @@ impl Platform {
         used
     }
 
-    fn link_failures(&mut self) -> Vec<Ipv4Addr> {
-        let Some(source) = self.failures.as_mut() else { return Vec::new() };
-        let macs = match source.failed_since_last() {
-            Ok(macs) => macs,
+    /// (neighbours the link layer failed to reach, neighbours it heard).
+    fn link_activity(&mut self) -> (Vec<Ipv4Addr>, Vec<Ipv4Addr>) {
+        let Some(source) = self.link_layer.as_mut() else { return (Vec::new(), Vec::new()) };
+        let activity = match source.activity_since_last() {
+            Ok(activity) => activity,
             Err(error) => {
-                warn!(%error, "reading link-layer feedback");
-                return Vec::new();
+                warn!(%error, "reading the link layer's counters");
+                return (Vec::new(), Vec::new());
             }
         };
-        if macs.is_empty() {
-            return Vec::new();
+        if activity.failed.is_empty() && activity.received.is_empty() {
+            return (Vec::new(), Vec::new());
         }
         let neighbors = arp_table(&self.config.interface);
-        macs.iter().filter_map(|mac| neighbors.get(mac).copied()).collect()
+        let resolve = |macs: &[[u8; 6]]| macs.iter().filter_map(|mac| neighbors.get(mac).copied()).collect();
+        (resolve(&activity.failed), resolve(&activity.received))
     }
 
     fn log_event(&mut self, event: &Event) {

@@ -1,7 +1,9 @@
-//! Link-layer feedback: neighbours the link layer failed to reach. Here
-//! from the per-peer `tx_failed` counters of the node's radio statistics
-//! page (emulator/README.md section 5); a real driver's counters would be
-//! another [`FailureSource`].
+//! Link-layer feedback: neighbours the link layer failed to reach, and
+//! neighbours it received frames from (any frame shows the link works, RFC
+//! 3561 section 6.11, also data the daemon never sees). Here from the
+//! per-peer `tx_failed` and `rx_frames` counters of the node's radio
+//! statistics page (emulator/README.md section 5); a real driver's station
+//! counters would be another [`LinkLayer`].
 
 use std::collections::HashMap;
 use std::fs;
@@ -9,36 +11,49 @@ use std::net::Ipv4Addr;
 
 use meshemu_radiostats::{RadioStats, Snapshot};
 
-/// Something that tells which neighbours' frames were dropped at the retry limit.
-pub trait FailureSource {
-    /// MAC addresses whose failure count grew since the last call.
-    fn failed_since_last(&mut self) -> Result<Vec<[u8; 6]>, String>;
+/// What the link layer saw since the last look, by neighbour MAC address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkActivity {
+    /// Frames to these neighbours were dropped at the retry limit.
+    pub failed: Vec<[u8; 6]>,
+    /// Frames from these neighbours were received.
+    pub received: Vec<[u8; 6]>,
+}
+
+/// A source of per-neighbour link-layer counters.
+pub trait LinkLayer {
+    fn activity_since_last(&mut self) -> Result<LinkActivity, String>;
 }
 
 /// The medium's radio statistics page of this node.
-pub struct RadioStatsFailures {
+pub struct RadioStatsLinks {
     stats: RadioStats,
     snapshot: Snapshot,
-    failed: HashMap<[u8; 6], u64>,
+    /// (tx_failed, rx_frames) by peer at the last look.
+    last: HashMap<[u8; 6], (u64, u64)>,
 }
 
-impl RadioStatsFailures {
-    pub fn new(stats: RadioStats) -> RadioStatsFailures {
-        RadioStatsFailures { stats, snapshot: Snapshot::default(), failed: HashMap::new() }
+impl RadioStatsLinks {
+    pub fn new(stats: RadioStats) -> RadioStatsLinks {
+        RadioStatsLinks { stats, snapshot: Snapshot::default(), last: HashMap::new() }
     }
 }
 
-impl FailureSource for RadioStatsFailures {
-    fn failed_since_last(&mut self) -> Result<Vec<[u8; 6]>, String> {
+impl LinkLayer for RadioStatsLinks {
+    fn activity_since_last(&mut self) -> Result<LinkActivity, String> {
         self.stats.read_into(&mut self.snapshot).map_err(|e| e.to_string())?;
-        let mut grew = Vec::new();
+        let mut activity = LinkActivity::default();
         for peer in &self.snapshot.peers {
-            let before = self.failed.insert(peer.mac_address, peer.tx_failed).unwrap_or(peer.tx_failed);
-            if peer.tx_failed > before {
-                grew.push(peer.mac_address);
+            let now = (peer.tx_failed, peer.rx_frames);
+            let (failed, received) = self.last.insert(peer.mac_address, now).unwrap_or(now);
+            if now.0 > failed {
+                activity.failed.push(peer.mac_address);
+            }
+            if now.1 > received {
+                activity.received.push(peer.mac_address);
             }
         }
-        Ok(grew)
+        Ok(activity)
     }
 }
 

@@ -1,0 +1,145 @@
+"""aodvd in labs: discovery on chain7, ICMP for an unreachable destination,
+and the TCP-variants paper's Fig. 1 break-and-repair scenario.
+
+Figures (discovery time, control packets, break/detection/repair times) are
+printed; run with -s to see them."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from meshemu import Lab
+from meshemu.routing import AODV_EVENTS, control_overhead, counters, refresh_counters
+
+from conftest import namespaces
+
+pytestmark = pytest.mark.root
+
+
+def events(lab: Lab, node: str) -> list[dict]:
+    path = lab.run_dir / "nodes" / node / AODV_EVENTS
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def model_time_base_ns(lab: Lab) -> int:
+    """CLOCK_MONOTONIC at model time 0 (events carry CLOCK_MONOTONIC)."""
+    before = time.monotonic_ns()
+    status = lab.status()
+    after = time.monotonic_ns()
+    return (before + after) // 2 - status["time_ns"]
+
+
+def wait_hellos(lab: Lab, seconds: float = 2.5) -> None:
+    """Long enough for every node to hear its neighbours' HELLOs."""
+    time.sleep(seconds)
+
+
+def test_first_ping_across_chain7_succeeds_after_discovery(write):
+    topology = write("chain7-aodv.yaml", "name: aodvchain\nrouting: aodv\nseed: 1\n"
+                                         "generate: {kind: chain, n: 8, spacing: 200m}\n")
+    with Lab.from_file(topology) as lab:
+        assert lab.config["routing"] == "none"
+        wait_hellos(lab)
+        refresh_counters(lab)
+        before = counters(lab)
+        result = lab["n0"].run(["ping", "-c", "3", "-i", "0.5", "-W", "5", "n7"], timeout=30)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert " 0% packet loss" in result.stdout, result.stdout
+        first_rtt_ms = float(result.stdout.split("icmp_seq=1 ")[1].split("time=")[1].split()[0])
+
+        succeeded = [e for e in events(lab, "n0") if e["event"] == "discovery_succeeded" and e["dst"] == "10.0.0.8"]
+        assert len(succeeded) == 1
+        assert succeeded[0]["hops"] == 7
+        routes = lab["n3"].run(["ip", "route"], check=True).stdout
+        assert "10.0.0.8 via 10.0.0.5" in routes and "10.0.0.1 via 10.0.0.3" in routes, routes
+
+        refresh_counters(lab)
+        after = counters(lab)
+        sent = {kind: sum(after[n]["control_sent"].get(kind, {}).get("packets", 0)
+                          - before[n]["control_sent"].get(kind, {}).get("packets", 0) for n in after)
+                for kind in ("rreq", "rrep", "rerr", "hello")}
+        assert sent["rrep"] == 7, sent  # only the destination answered: one RREP per hop back
+        assert sent["rreq"] >= 7, sent
+        bytes_, packets = control_overhead(lab)
+        assert packets > 0 and bytes_ > packets * 28
+        print(f"\nchain7 discovery n0->n7: {succeeded[0]['elapsed_ms']} ms, first ping RTT {first_rtt_ms} ms; "
+              f"control packets during the ping: {sent}; whole run: {packets} packets, {bytes_} bytes")
+        held = after["n0"]
+        assert held["packets_held"] >= 1 and held["packets_released"] == held["packets_held"]
+    assert not any(name.startswith("aodvchain-") for name in namespaces())
+
+
+def test_unreachable_destination_gets_icmp_when_discovery_fails(write):
+    topology = write("pair.yaml", "name: aodvpair\nseed: 2\n"
+                                  "routing: {aodv: {expanding_ring_search: false, rreq_retries: 0}}\n"
+                                  "generate: {kind: chain, n: 2, spacing: 200m}\n")
+    with Lab.from_file(topology) as lab:
+        wait_hellos(lab, 1.5)
+        result = lab["n0"].run(["ping", "-c", "1", "-W", "8", "10.0.0.200"], timeout=30)
+        assert result.returncode != 0
+        assert "Destination Host Unreachable" in result.stdout, result.stdout
+        failed = [e for e in events(lab, "n0") if e["event"] == "discovery_failed"]
+        assert len(failed) == 1 and 2700 <= failed[0]["elapsed_ms"] <= 4000, failed  # one NET_TRAVERSAL_TIME
+        refresh_counters(lab)
+        assert counters(lab)["n0"]["packets_dropped"] == 1
+        # The neighbour is still reached at once.
+        assert lab["n0"].run(["ping", "-c", "1", "-W", "5", "n1"], timeout=10).returncode == 0
+
+
+# The paper's Fig. 1, 200 m apart: A=n0 ... E=n4; F joins between D and E
+# (at 5 s); E leaves D at 10 m/s from 8 s, out of D's 250 m range at 13 s,
+# still in F's. A Reno bulk transfer A -> E runs throughout.
+FIG1 = """\
+name: aodvfig1
+seed: 3
+routing: aodv
+generate: {kind: chain, n: 5, spacing: 200m}
+nodes:
+  n4: {mobility: {model: setdest, moves: [{at: 8s, to: [900m, 0m], speed: 10m/s}]}}
+  f: {mobility: {model: waypoints, points: [[0s, [725m, 700m]], [5s, [725m, 100m]]]}}
+"""
+BREAK_S = 13.0  # D (600 m) - E (800 m + 10 m/s x 5 s) = 250 m
+
+
+def test_fig1_break_is_detected_by_hello_loss_and_repaired_through_f(write):
+    with Lab.from_file(write("fig1.yaml", FIG1)) as lab:
+        base = model_time_base_ns(lab)
+        server = lab["n4"].spawn(["iperf3", "-s", "-1"])
+        time.sleep(2.0)
+        client = lab["n0"].run(["iperf3", "-c", "n4", "-C", "reno", "-t", "19", "-J"], timeout=60)
+        server.wait(timeout=10)
+        assert client.returncode == 0, client.stdout[-2000:] + client.stderr
+
+        def at(node: str, kind: str, **match) -> list[float]:
+            return [(e["mono_ns"] - base) / 1e9 for e in events(lab, node)
+                    if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+        detected = at("n3", "link_broken", neighbor="10.0.0.5", cause="hello loss")
+        assert detected, events(lab, "n3")
+        detect_s = detected[0]
+        # Two HELLO intervals (+100 ms) after the last HELLO heard, which came before the break.
+        assert BREAK_S < detect_s < BREAK_S + 2.5, detect_s
+        rerr_sent = at("n3", "rerr_sent")
+        rerr_at_a = [t for t in at("n0", "rerr_received") if t >= detect_s]
+        assert rerr_sent and rerr_at_a, (rerr_sent, events(lab, "n0"))
+        rediscovery = [t for t in at("n0", "discovery_started", dst="10.0.0.5") if t >= rerr_at_a[0]]
+        repaired = [t for t in at("n0", "discovery_succeeded", dst="10.0.0.5", hops=5) if t >= rerr_at_a[0]]
+        assert rediscovery and repaired, events(lab, "n0")
+        via_f = at("n3", "route_added", dst="10.0.0.5", next_hop="10.0.0.6")
+        assert via_f and via_f[-1] <= repaired[0] + 0.1
+        assert "10.0.0.5 via 10.0.0.6" in lab["n3"].run(["ip", "route"], check=True).stdout
+
+        end_s = (time.monotonic_ns() - base) / 1e9
+        assert repaired[0] < end_s - 3.0
+        intervals = [i["sum"]["bytes"] for i in json.loads(client.stdout)["intervals"]]
+        after_repair = sum(intervals[-3:])  # the transfer's last 3 s, all after the repair
+        assert after_repair > 0, intervals
+        print(f"\nFig. 1: link D-E out of range at {BREAK_S:.1f} s; D detected the loss at {detect_s:.2f} s "
+              f"(+{detect_s - BREAK_S:.2f} s); RERR at A at {rerr_at_a[0]:.2f} s; A rediscovered at "
+              f"{rediscovery[0]:.2f} s, new 5-hop route via F at {repaired[0]:.2f} s (disconnection "
+              f"{repaired[0] - detect_s:.2f} s after detection); {after_repair} bytes carried after the repair; "
+              f"routing overhead {control_overhead(lab)} (bytes, packets)")
