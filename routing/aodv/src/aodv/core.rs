@@ -158,6 +158,7 @@ impl Aodv {
     /// over an invalid route, or no sequence number (a neighbour heard
     /// directly). Otherwise only the lifetime of the same valid path is
     /// extended. Returns whether the route was replaced.
+    #[allow(clippy::too_many_arguments)] // the fields of a route entry, as the RFC lists them
     fn update_route(
         &mut self,
         now: Duration,

@@ -345,8 +345,8 @@ fn routes_expire_unless_data_uses_them() {
     net.traffic(0, 2, ms(20_000));
     assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]), "used routes stay");
     net.run_until(ms(20_000 + 5_000 + 100));
-    assert!(net.kernel[0].get(&addr(2)).is_none(), "idle routes expire after the active route timeout");
-    assert!(net.kernel[1].get(&addr(2)).is_none());
+    assert!(!net.kernel[0].contains_key(&addr(2)), "idle routes expire after the active route timeout");
+    assert!(!net.kernel[1].contains_key(&addr(2)));
 }
 
 #[test]
@@ -373,7 +373,7 @@ fn hello_loss_breaks_link_and_sends_rerr() {
         _ => None,
     });
     assert_eq!(rerr_at_source, Some(broken_at + ms(3)));
-    assert!(net.kernel[0].get(&addr(4)).is_none());
+    assert!(!net.kernel[0].contains_key(&addr(4)));
     assert_eq!(net.nodes[3].counters().rerr_sent, 1);
 }
 
@@ -500,5 +500,5 @@ fn frames_heard_by_the_link_layer_keep_a_neighbour_alive_without_hellos() {
     }
     assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]));
     net.run_until(ms(10_200));
-    assert!(net.kernel[1].get(&addr(2)).is_none(), "silence breaks the link");
+    assert!(!net.kernel[1].contains_key(&addr(2)), "silence breaks the link");
 }
