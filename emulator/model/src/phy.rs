@@ -103,8 +103,13 @@ impl MacTimings {
 /// Time a TDMA slot needs for a unicast packet of `len` bytes: DATA + SIFS + ACK
 /// + two slots of guard.
 pub fn tdma_exchange_ns(radio: &RadioConfig, len: u32) -> Time {
+    tdma_mpdu_exchange_ns(radio, data_mpdu_bytes(len))
+}
+
+/// [`tdma_exchange_ns`] for a data frame of `mpdu` bytes.
+pub fn tdma_mpdu_exchange_ns(radio: &RadioConfig, mpdu: u32) -> Time {
     let t = MacTimings::new(radio);
-    airtime_ns(radio, data_mpdu_bytes(len), radio.data_rate_bps) + t.sifs + t.ack + 2 * t.slot
+    airtime_ns(radio, mpdu, radio.data_rate_bps) + t.sifs + t.ack + 2 * t.slot
 }
 
 pub fn dbm_to_mw(dbm: f64) -> f64 {

@@ -110,8 +110,8 @@ impl<P: Clone> Medium<P> {
         if node.current.is_some() {
             return;
         }
-        let Some(frame) = node.queue.pop_front() else { return };
-        node.current = Some(Outgoing { frame, seq: node.next_seq, short_retries: 0, long_retries: 0, rts_attempts: 0, data_attempts: 0 });
+        let Some(super::Queued { frame, mpdu_bytes }) = node.queue.pop_front() else { return };
+        node.current = Some(Outgoing { frame, mpdu_bytes, seq: node.next_seq, short_retries: 0, long_retries: 0, rts_attempts: 0, data_attempts: 0 });
         node.next_seq = (node.next_seq + 1) & 0x0fff;
         node.stats.queue_len = node.queue.len() as u64;
         self.touch(n);
@@ -122,7 +122,7 @@ impl<P: Clone> Medium<P> {
         self.take_head_of_line(n);
         let node = &mut self.nodes[n];
         let Some(cur) = node.current.as_mut() else { return };
-        let mpdu = phy::data_mpdu_bytes(cur.frame.len);
+        let mpdu = cur.mpdu_bytes;
         let cfg = &node.radio.cfg;
         if cur.frame.dst != Dest::Broadcast && mpdu > cfg.rts_threshold_bytes {
             cur.rts_attempts += 1;
@@ -149,10 +149,10 @@ impl<P: Clone> Medium<P> {
         let cfg = &node.radio.cfg;
         let unicast = cur.frame.dst != Dest::Broadcast;
         let (rate, duration) = if unicast { (cfg.data_rate_bps, node.radio.timings.sifs + node.radio.timings.ack) } else { (cfg.basic_rate_bps, 0) };
-        let (dst, seq, retry, len) = (cur.frame.dst, cur.seq, cur.data_attempts > 1, cur.frame.len);
+        let (dst, seq, retry, len, mpdu) = (cur.frame.dst, cur.seq, cur.data_attempts > 1, cur.frame.len, cur.mpdu_bytes);
         let payload = cur.frame.payload.clone();
         node.exchange = Exchange::Data;
-        self.transmit(n, FrameKind::Data, dst, phy::data_mpdu_bytes(len), rate, duration, seq, retry, len, Some(payload), out);
+        self.transmit(n, FrameKind::Data, dst, mpdu, rate, duration, seq, retry, len, Some(payload), out);
     }
 
     /// Our RTS or DATA left the air: wait for the response, or (broadcast) done.
@@ -214,7 +214,7 @@ impl<P: Clone> Medium<P> {
         let node = &mut self.nodes[n];
         let cfg = &node.radio.cfg;
         let Some(cur) = node.current.as_mut() else { return };
-        let long = tdma || phy::data_mpdu_bytes(cur.frame.len) > cfg.rts_threshold_bytes;
+        let long = tdma || cur.mpdu_bytes > cfg.rts_threshold_bytes;
         let limit_hit = if node.exchange == Exchange::AwaitCts {
             node.stats.cts_timeouts += 1;
             cur.short_retries += 1;

@@ -200,10 +200,18 @@ struct Reach {
     delay: Time,
 }
 
+/// A frame in a node's interface queue, with the size it has on the air.
+#[derive(Debug)]
+struct Queued<P> {
+    frame: Frame<P>,
+    mpdu_bytes: u32,
+}
+
 /// The frame a node's MAC is working on (head of line).
 #[derive(Debug)]
 struct Outgoing<P> {
     frame: Frame<P>,
+    mpdu_bytes: u32,
     seq: u16,
     short_retries: u32,
     long_retries: u32,
@@ -293,7 +301,7 @@ struct Node<P> {
     /// The last reception failed: the next idle period starts with EIFS.
     eifs_pending: bool,
     // MAC.
-    queue: VecDeque<Frame<P>>,
+    queue: VecDeque<Queued<P>>,
     current: Option<Outgoing<P>>,
     cw: u32,
     /// Slots of the pending backoff.
@@ -443,14 +451,24 @@ impl<P: Clone> Medium<P> {
     /// `QueueDrop`. A unicast to the sender itself is treated as `Unknown`.
     ///
     /// Panics if `src` is not a node index.
-    pub fn send(&mut self, now: Time, src: NodeId, mut frame: Frame<P>, out: &mut Vec<Action<P>>) {
+    pub fn send(&mut self, now: Time, src: NodeId, frame: Frame<P>, out: &mut Vec<Action<P>>) {
+        let mpdu_bytes = phy::data_mpdu_bytes(frame.len);
+        self.send_mpdu(now, src, frame, mpdu_bytes, out);
+    }
+
+    /// [`Medium::send`] for a frame whose MPDU (MAC header, body and FCS) is
+    /// `mpdu_bytes` on the air, whatever `frame.len` says: a driver that gets
+    /// real 802.11 frames (management frames, QoS or mesh headers) passes
+    /// their size. `frame.len` still counts in `tx_bytes`/`rx_bytes`; the RTS
+    /// threshold and the retry limit that applies compare against `mpdu_bytes`.
+    pub fn send_mpdu(&mut self, now: Time, src: NodeId, mut frame: Frame<P>, mpdu_bytes: u32, out: &mut Vec<Action<P>>) {
         self.advance(now, out);
         if let Dest::Node(d) = frame.dst {
             if d == src || d >= self.nodes.len() {
                 frame.dst = Dest::Unknown;
             }
         }
-        if self.is_tdma() && phy::tdma_exchange_ns(&self.nodes[src].radio.cfg, frame.len) > self.tdma_slot_ns {
+        if self.is_tdma() && phy::tdma_mpdu_exchange_ns(&self.nodes[src].radio.cfg, mpdu_bytes) > self.tdma_slot_ns {
             self.queue_drop(src, frame, out);
             return;
         }
@@ -460,11 +478,13 @@ impl<P: Clone> Medium<P> {
             return;
         }
         let starts_access = node.current.is_none() && node.queue.is_empty();
-        if frame.priority && node.radio.cfg.queue_priority {
-            let at = node.queue.iter().position(|f| !f.priority).unwrap_or(node.queue.len());
-            node.queue.insert(at, frame);
+        let priority = frame.priority && node.radio.cfg.queue_priority;
+        let queued = Queued { frame, mpdu_bytes };
+        if priority {
+            let at = node.queue.iter().position(|q| !q.frame.priority).unwrap_or(node.queue.len());
+            node.queue.insert(at, queued);
         } else {
-            node.queue.push_back(frame);
+            node.queue.push_back(queued);
         }
         node.stats.queue_len = node.queue.len() as u64;
         node.stats.queue_len_max = node.stats.queue_len_max.max(node.stats.queue_len);

@@ -484,3 +484,42 @@ fn moving_node_is_heard_until_it_leaves_receive_range() {
     assert_eq!(got, (0..15).collect::<Vec<u32>>());
     assert_eq!(m.position(1, 20_000 * MS), [300.0, 0.0, 0.0]);
 }
+
+#[test]
+fn an_explicit_mpdu_size_decides_airtime_and_rts_but_len_still_counts_bytes() {
+    // RTS/CTS above 100 bytes: a 30-byte management frame goes without RTS,
+    // a 120-byte one with RTS, though both claim a 0-byte network packet.
+    let mut r = wavelan();
+    r.rts_threshold_bytes = 100;
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    let frame = |id| Frame { dst: Dest::Node(1), len: 0, priority: false, payload: id };
+    m.send_mpdu(MS, 0, frame(1), 30, &mut out);
+    m.advance(50 * MS, &mut out);
+    m.send_mpdu(60 * MS, 0, frame(2), 120, &mut out);
+    m.advance(200 * MS, &mut out);
+    let sent: Vec<(FrameKind, u32, Time)> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Air { node: 0, frame, .. } => Some((frame.kind, frame.bytes, frame.airtime_ns)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            (FrameKind::Data, 30, airtime_ns(&r, 30, r.data_rate_bps)),
+            (FrameKind::Rts, phy::RTS_BYTES, airtime_ns(&r, phy::RTS_BYTES, r.basic_rate_bps)),
+            (FrameKind::Data, 120, airtime_ns(&r, 120, r.data_rate_bps)),
+        ]
+    );
+    assert_eq!(outcomes(&out).len(), 2);
+    assert!(outcomes(&out).iter().all(|(_, _, o)| matches!(o, TxOutcome::Acked { .. })));
+    assert_eq!(m.stats(0).tx_bytes, 0, "len counts, not the MPDU");
+    // `send` is `send_mpdu` with the data frame size of `len`.
+    let mut m2 = medium(config(&[0.0, 100.0], &no_rts()));
+    let mut out2 = Vec::new();
+    m2.send(MS, 0, unicast(1, 3), &mut out2);
+    m2.advance(50 * MS, &mut out2);
+    assert!(out2.iter().any(|a| matches!(a, Action::Air { frame, .. } if frame.kind == FrameKind::Data && frame.bytes == data_mpdu_bytes(1460))));
+}
