@@ -4,9 +4,13 @@
 //! - **overhear**: per (neighbour, flow), the packets we released towards the
 //!   neighbour that we have not yet heard it transmit onwards (promiscuous
 //!   reception). Each such packet is remembered with its release time and
-//!   forgotten after `overhear_timeout`, so a missed overhearing cannot block
-//!   a flow for good. Retransmissions of one frame are heard as identical
-//!   bytes and counted once.
+//!   forgotten when it was not heard forwarded in time, so a missed
+//!   overhearing (a collision at our receiver, the neighbour's own drop)
+//!   cannot block a flow for good. "In time" adapts to what is heard, as
+//!   TCP's retransmission timeout does: the smoothed release-to-forward delay
+//!   plus four times its mean deviation, at most `overhear_timeout` (and that
+//!   until the first delay was measured). Retransmissions of one frame are
+//!   heard as identical bytes and counted once.
 //! - **beacon**: the neighbour's own advertisement of its per-flow queue
 //!   lengths, plus what we released towards it since that advertisement and
 //!   still hold in our radio.
@@ -53,6 +57,31 @@ struct Estimate {
     sent_since_report: u32,
     recent: [u64; RECENT],
     recent_next: usize,
+    /// Smoothed release-to-forward delay and its mean deviation, ns.
+    delay: Option<(Nanos, Nanos)>,
+}
+
+/// The adaptive timeout never goes below this (a forward takes at least one
+/// frame's airtime at the neighbour).
+const MIN_TIMEOUT: Nanos = 2_000_000;
+
+impl Estimate {
+    fn timeout(&self, ceiling: Nanos) -> Nanos {
+        match self.delay {
+            Some((mean, deviation)) => (mean + 4 * deviation).clamp(MIN_TIMEOUT, ceiling),
+            None => ceiling,
+        }
+    }
+
+    fn sample_delay(&mut self, sample: Nanos) {
+        self.delay = Some(match self.delay {
+            None => (sample, sample / 2),
+            Some((mean, deviation)) => {
+                let error = mean.abs_diff(sample);
+                (mean - mean / 8 + sample / 8, deviation - deviation / 4 + error / 4)
+            }
+        });
+    }
 }
 
 /// Counters of the overhearing and reports, for the daemon's report.
@@ -103,7 +132,7 @@ impl Downstream {
     }
 
     /// `neighbour` was heard transmitting a packet of `flow` (fingerprint of its bytes).
-    pub(crate) fn overheard(&mut self, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64) {
+    pub(crate) fn overheard(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64) {
         if self.knowledge != Knowledge::Overhear {
             return;
         }
@@ -117,7 +146,8 @@ impl Downstream {
         }
         e.recent[e.recent_next] = fingerprint;
         e.recent_next = (e.recent_next + 1) % RECENT;
-        if e.in_flight.pop_front().is_some() {
+        if let Some(sent) = e.in_flight.pop_front() {
+            e.sample_delay(now.saturating_sub(sent));
             self.counters.overheard_matched += 1;
         } else {
             self.counters.overheard_unmatched += 1;
@@ -164,7 +194,8 @@ impl Downstream {
             return;
         }
         for e in self.estimates.values_mut() {
-            while e.in_flight.front().is_some_and(|sent| sent + self.overhear_timeout <= now) {
+            let timeout = e.timeout(self.overhear_timeout);
+            while e.in_flight.front().is_some_and(|sent| sent + timeout <= now) {
                 e.in_flight.pop_front();
                 self.counters.overhear_timeouts += 1;
             }
@@ -173,7 +204,10 @@ impl Downstream {
 
     /// When the next outstanding packet times out.
     pub(crate) fn next_expiry(&self) -> Option<Nanos> {
-        self.estimates.values().filter_map(|e| e.in_flight.front()).min().map(|sent| sent + self.overhear_timeout)
+        self.estimates
+            .values()
+            .filter_map(|e| e.in_flight.front().map(|sent| sent + e.timeout(self.overhear_timeout)))
+            .min()
     }
 
     /// Forgets everything about `flow` (it expired).

@@ -59,7 +59,8 @@ pub struct Config {
     /// A flow with nothing queued for this long is forgotten.
     pub flow_idle: Nanos,
     pub knowledge: Knowledge,
-    /// Overhearing: an outstanding packet not heard forwarded within this is forgotten.
+    /// Overhearing: an outstanding packet not heard forwarded within this is
+    /// forgotten (the ceiling of the adaptive timeout, see [`crate::downstream`]).
     pub overhear_timeout: Nanos,
 }
 
@@ -199,8 +200,9 @@ struct Flow {
 /// What we know of the radio below us.
 #[derive(Debug, Default)]
 struct Radio {
-    /// Released packets (their flow slot; None for bypassed ones) not yet
-    /// known to have left the radio, oldest first.
+    /// Released packets (their flow slot; None once the flow expired) not
+    /// yet known to have left the radio, oldest first. Frames of others that
+    /// complete take our oldest entries early; the error ends when it drains.
     below: VecDeque<Option<usize>>,
     /// The radio's count of frames that left its queue, at the last update.
     completed: Option<u64>,
@@ -329,12 +331,11 @@ impl Scheduler {
         self.release(now, out);
     }
 
-    /// A packet accepted at once without queueing (it still occupies the radio).
+    /// A packet accepted at once without queueing. It is not counted as ours
+    /// in the radio: a bypassed packet may never reach it (the local copy of
+    /// a broadcast passes here too), and one that does shows in its queue length.
     pub fn bypass(&mut self, id: u32, out: &mut Vec<Decision>) {
         self.totals.bypassed += 1;
-        if self.config.radio_depth.is_some() && self.config.mode != Mode::Fifo {
-            self.radio.below.push_back(None);
-        }
         out.push(Decision { id, verdict: Verdict::Accept });
     }
 
@@ -358,10 +359,13 @@ impl Scheduler {
         self.release(now, out);
     }
 
-    /// True when packets wait only for the radio to drain: the caller should
-    /// watch the radio and call [`radio`](Self::radio) when it changes.
-    pub fn waiting_for_radio(&self) -> bool {
-        !self.active.is_empty() && !self.radio_has_room()
+    /// True while the radio's progress matters: packets wait for room, or
+    /// released packets are still in the radio (our advertised queue lengths
+    /// count them until they leave). The caller should then call
+    /// [`radio`](Self::radio) when the radio's counters change.
+    pub fn wants_radio_updates(&self) -> bool {
+        self.config.radio_depth.is_some()
+            && (!self.radio.below.is_empty() || (!self.active.is_empty() && !self.radio_has_room()))
     }
 
     fn radio_has_room(&self) -> bool {
@@ -373,7 +377,7 @@ impl Scheduler {
 
     /// `neighbour` was heard transmitting a packet of `flow` onwards.
     pub fn overheard(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64, out: &mut Vec<Decision>) {
-        self.downstream.overheard(neighbour, flow, fingerprint);
+        self.downstream.overheard(now, neighbour, flow, fingerprint);
         self.release(now, out);
     }
 

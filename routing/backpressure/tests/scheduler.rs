@@ -95,9 +95,10 @@ fn flows_are_served_round_robin_as_the_radio_drains() {
         order.extend(h.accepted());
     }
     assert_eq!(order, vec![10, 11, 20, 30, 12, 21, 13]);
+    assert!(h.scheduler.wants_radio_updates(), "packet 13 is still in the radio");
     h.radio_sent(7 * MS, 1);
     assert!(h.take().is_empty());
-    assert!(!h.scheduler.waiting_for_radio());
+    assert!(!h.scheduler.wants_radio_updates());
 }
 
 #[test]
@@ -107,7 +108,7 @@ fn a_deeper_radio_takes_that_many_packets_and_an_external_frame_is_absorbed() {
         h.arrive(0, id, 1);
     }
     assert_eq!(h.accepted(), vec![0, 1, 2]);
-    assert!(h.scheduler.waiting_for_radio());
+    assert!(h.scheduler.wants_radio_updates());
     // The radio reports a queue longer than what we released (frames of others).
     h.scheduler.radio(MS, 0, 5, &mut h.out);
     assert!(h.take().is_empty());

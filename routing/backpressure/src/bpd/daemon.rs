@@ -313,7 +313,7 @@ impl Daemon {
         self.consult_oracle(now);
         self.scheduler.poll(now, &mut self.decisions);
         self.send_verdicts(true);
-        if let (Some(radio), true) = (self.radio.as_mut(), self.scheduler.waiting_for_radio()) {
+        if let (Some(radio), true) = (self.radio.as_mut(), self.scheduler.wants_radio_updates()) {
             let (completed, _) = radio.read()?;
             radio.wake_when_completed_changes(completed);
             self.io.radio_waits = radio.waits;
