@@ -46,7 +46,8 @@ def test_first_ping_across_chain7_succeeds_after_discovery(write):
         wait_hellos(lab)
         refresh_counters(lab)
         before = counters(lab)
-        result = lab["n0"].run(["ping", "-c", "3", "-i", "0.5", "-W", "5", "n7"], timeout=30)
+        # -W 15: time for the RREQ retries at the network diameter (a lost flood is retried after 2.8 s, then 5.6 s).
+        result = lab["n0"].run(["ping", "-c", "3", "-i", "0.5", "-W", "15", "n7"], timeout=40)
         assert result.returncode == 0, result.stdout + result.stderr
         assert " 0% packet loss" in result.stdout, result.stdout
         first_rtt_ms = float(result.stdout.split("icmp_seq=1 ")[1].split("time=")[1].split()[0])
