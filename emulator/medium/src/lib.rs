@@ -10,5 +10,6 @@ pub mod lateness;
 pub mod netlink;
 pub mod netns;
 pub mod pcap;
+pub mod realtime;
 pub mod routes;
 pub mod tap;

@@ -2,9 +2,12 @@
 //! frame behind a radiotap header, in a pcap file (linktype 127,
 //! IEEE802_11_RADIO) that Wireshark and tshark decode.
 //!
-//! Frames carry no FCS. Data frames are IBSS frames (ToDS = FromDS = 0):
-//! address 1 the receiver, 2 the transmitter, 3 the fixed [`BSSID`]; the body
-//! is an LLC/SNAP header with the Ethernet type, then the Ethernet payload.
+//! Frames carry no FCS. A data frame is either the real 802.11 frame a node
+//! handed down (the hwsim driver: beacons, management and data frames as
+//! mac80211 built them) or, for an Ethernet frame (the TAP driver), an IBSS
+//! frame (ToDS = FromDS = 0): address 1 the receiver, 2 the transmitter, 3 the
+//! fixed [`BSSID`]; the body an LLC/SNAP header with the Ethernet type, then
+//! the Ethernet payload.
 
 use std::io::{self, Write};
 
@@ -37,8 +40,30 @@ pub struct AirRecord<'a> {
     pub short_preamble: bool,
     /// Signal reported in the radiotap header: the transmit power, dBm.
     pub signal_dbm: i8,
-    /// For data frames: the Ethernet frame carried.
-    pub ethernet: Option<&'a [u8]>,
+    /// For data frames: what they carry.
+    pub body: AirBody<'a>,
+}
+
+/// The carried frame of a data frame.
+#[derive(Debug, Clone, Copy)]
+pub enum AirBody<'a> {
+    None,
+    /// An Ethernet frame: the capture wraps it in an IBSS data frame.
+    Ethernet(&'a [u8]),
+    /// A whole 802.11 frame without FCS: the capture shows it as it is (with
+    /// the retry bit of the attempt).
+    Mpdu(&'a [u8]),
+}
+
+impl AirBody<'_> {
+    /// The receiver address it names (broadcast if it names none).
+    pub fn receiver(&self) -> [u8; 6] {
+        match self {
+            AirBody::Ethernet(frame) => ethernet_destination(Some(frame)),
+            AirBody::Mpdu(frame) if frame.len() >= 10 => frame[4..10].try_into().expect("6 bytes"),
+            _ => BROADCAST,
+        }
+    }
 }
 
 /// Radiotap header: version, pad, length, present flags, then TSFT, Flags,
@@ -85,6 +110,14 @@ const LLC_SNAP: [u8; 6] = [0xaa, 0xaa, 0x03, 0x00, 0x00, 0x00];
 /// Appends the 802.11 frame (no FCS) of `r` to `out`.
 pub fn encode_80211(r: &AirRecord, out: &mut Vec<u8>) {
     let retry = r.kind == FrameKind::Data && r.retry;
+    if let (FrameKind::Data, AirBody::Mpdu(frame)) = (r.kind, r.body) {
+        let start = out.len();
+        out.extend_from_slice(frame);
+        if retry && frame.len() >= 2 {
+            out[start + 1] |= FLAG_RETRY;
+        }
+        return;
+    }
     out.push(frame_control(r.kind));
     out.push(if retry { FLAG_RETRY } else { 0 });
     out.extend_from_slice(&r.duration_us.to_le_bytes());
@@ -96,7 +129,7 @@ pub fn encode_80211(r: &AirRecord, out: &mut Vec<u8>) {
             out.extend_from_slice(&r.transmitter);
             out.extend_from_slice(&BSSID);
             out.extend_from_slice(&((r.seq & 0x0fff) << 4).to_le_bytes());
-            if let Some(ethernet) = r.ethernet.filter(|e| e.len() >= 14) {
+            if let AirBody::Ethernet(ethernet) = r.body.filter_short() {
                 out.extend_from_slice(&LLC_SNAP);
                 out.extend_from_slice(&ethernet[12..14]);
                 out.extend_from_slice(&ethernet[14..]);
@@ -105,8 +138,18 @@ pub fn encode_80211(r: &AirRecord, out: &mut Vec<u8>) {
     }
 }
 
+impl<'a> AirBody<'a> {
+    /// Ethernet frames too short for a header carry nothing.
+    fn filter_short(self) -> AirBody<'a> {
+        match self {
+            AirBody::Ethernet(e) if e.len() < 14 => AirBody::None,
+            other => other,
+        }
+    }
+}
+
 /// Receiver address of a data frame the model sent to an address no node has.
-pub fn ethernet_destination(ethernet: Option<&[u8]>) -> [u8; 6] {
+fn ethernet_destination(ethernet: Option<&[u8]>) -> [u8; 6] {
     ethernet.filter(|e| e.len() >= 6).map_or(BROADCAST, |e| e[..6].try_into().expect("6 bytes"))
 }
 
@@ -159,7 +202,7 @@ mod tests {
     const A: [u8; 6] = [2, 0, 0, 0, 0, 1];
     const B: [u8; 6] = [2, 0, 0, 0, 0, 2];
 
-    fn record(kind: FrameKind, ethernet: Option<&[u8]>) -> AirRecord<'_> {
+    fn record(kind: FrameKind, body: AirBody<'_>) -> AirRecord<'_> {
         AirRecord {
             time_ns: 1_234_567_000,
             kind,
@@ -173,14 +216,14 @@ mod tests {
             ofdm: false,
             short_preamble: true,
             signal_dbm: -60,
-            ethernet,
+            body,
         }
     }
 
     #[test]
     fn radiotap_fields_sit_at_their_aligned_offsets() {
         let mut out = Vec::new();
-        encode_radiotap(&record(FrameKind::Ack, None), &mut out);
+        encode_radiotap(&record(FrameKind::Ack, AirBody::None), &mut out);
         assert_eq!(out.len(), RADIOTAP_LEN as usize);
         assert_eq!(&out[2..4], &23u16.to_le_bytes());
         assert_eq!(u32::from_le_bytes(out[4..8].try_into().unwrap()), 0b10_1111);
@@ -196,7 +239,7 @@ mod tests {
     fn control_frames_have_their_standard_sizes() {
         for (kind, size, fc) in [(FrameKind::Rts, 16, 0xb4), (FrameKind::Cts, 10, 0xc4), (FrameKind::Ack, 10, 0xd4)] {
             let mut out = Vec::new();
-            encode_80211(&record(kind, None), &mut out);
+            encode_80211(&record(kind, AirBody::None), &mut out);
             assert_eq!(out.len(), size, "{kind:?} without FCS");
             assert_eq!(out[0], fc);
             assert_eq!(out[1], 0, "retry only on data frames");
@@ -212,7 +255,7 @@ mod tests {
         ethernet.extend_from_slice(&[0x08, 0x00]);
         ethernet.extend_from_slice(&[0x45, 1, 2, 3]);
         let mut out = Vec::new();
-        encode_80211(&record(FrameKind::Data, Some(&ethernet)), &mut out);
+        encode_80211(&record(FrameKind::Data, AirBody::Ethernet(&ethernet)), &mut out);
         assert_eq!(out[0], 0x08);
         assert_eq!(out[1], FLAG_RETRY);
         assert_eq!(&out[4..10], &B);
@@ -223,15 +266,37 @@ mod tests {
         assert_eq!(&out[32..], &[0x45, 1, 2, 3]);
         // The MPDU the model counts is this plus the 4-byte FCS.
         assert_eq!(out.len() + 4, 24 + 8 + 4 + 4);
-        assert_eq!(ethernet_destination(Some(&ethernet)), B);
-        assert_eq!(ethernet_destination(None), BROADCAST);
+        assert_eq!(AirBody::Ethernet(&ethernet).receiver(), B);
+        assert_eq!(AirBody::None.receiver(), BROADCAST);
+    }
+
+    #[test]
+    fn a_real_80211_frame_is_written_as_it_is_with_the_retry_bit_of_the_attempt() {
+        // A beacon-like management frame: frame control, duration, addr1..3, seq.
+        let mut frame = vec![0x80, 0x00, 0, 0];
+        frame.extend_from_slice(&[0xff; 6]);
+        frame.extend_from_slice(&A);
+        frame.extend_from_slice(&BSSID);
+        frame.extend_from_slice(&[0x10, 0x00, 1, 2, 3]);
+        let mut out = Vec::new();
+        let mut r = record(FrameKind::Data, AirBody::Mpdu(&frame));
+        r.retry = false;
+        encode_80211(&r, &mut out);
+        assert_eq!(out, frame);
+        out.clear();
+        r.retry = true;
+        encode_80211(&r, &mut out);
+        assert_eq!(out[1], FLAG_RETRY);
+        assert_eq!(&out[2..], &frame[2..]);
+        assert_eq!(AirBody::Mpdu(&frame).receiver(), [0xff; 6]);
+        assert_eq!(AirBody::Mpdu(&frame[..6]).receiver(), BROADCAST, "too short to name one");
     }
 
     #[test]
     fn pcap_records_have_nanosecond_timestamps_from_the_epoch() {
         let mut file = Vec::new();
         let mut w = PcapWriter::new(&mut file, 1_700_000_000_000_000_000).unwrap();
-        w.write(&record(FrameKind::Cts, None)).unwrap();
+        w.write(&record(FrameKind::Cts, AirBody::None)).unwrap();
         w.flush().unwrap();
         assert_eq!(&file[0..4], &PCAP_MAGIC_NS.to_le_bytes());
         assert_eq!(u32::from_le_bytes(file[20..24].try_into().unwrap()), 127);

@@ -1,7 +1,7 @@
-//! The real-time driver (`meshemu-medium tap`, emulator/README.md section 4):
-//! brings a lab up, then runs the model against the monotonic clock with one
-//! TAP per node namespace, serving the control socket, until SIGTERM, SIGINT,
-//! SIGHUP or a `shutdown` request; then takes the lab down.
+//! The TAP driver (`meshemu-medium tap`, emulator/README.md section 4):
+//! brings a lab up with one TAP per node namespace, then runs the shared
+//! real-time loop (`realtime.rs`) until SIGTERM, SIGINT, SIGHUP or a
+//! `shutdown` request; then takes the lab down.
 //!
 //! What it creates, and removes on a clean exit:
 //! - `/run/netns/<netns>` for every node (the namespaces, with `wlan0` inside);
@@ -13,164 +13,114 @@
 //! The directories `run_dir`, `run_dir/nodes/<name>` and `/run/meshemu/by-netns`
 //! are created when missing and never removed by the medium.
 
-use std::collections::HashMap;
-use std::fs;
-use std::io::{self, BufWriter, Write};
 use std::os::fd::AsFd;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
-use meshemu_model::{Action, AirFrame, Dest, LinkInfo, LinkOverride, Medium, NodeStats, RadioConfig, Time, TxOutcome};
-use meshemu_radiostats::{NodeCounters, PeerEntry, Writer, BY_NETNS_DIR, PAGE_FILE_NAME};
+use anyhow::Context;
+use meshemu_model::{LinkInfo, Medium, NodeId, TxOutcome};
 use nix::errno::Errno;
-use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
-use nix::sys::signal::{SigSet, Signal};
-use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::time::TimeSpec;
-use nix::sys::timerfd::{ClockId as TimerClock, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use nix::time::{clock_gettime, ClockId};
-use serde_json::{json, Value};
+use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 
 use crate::bringup::{self, HostRoute, Namespaces, NodeSpec};
 use crate::config::{LabConfig, Routing};
-use crate::control::{self, error_reply, Connection, EventKind, Request};
 use crate::frame::{Classifier, Payload, ETHERNET_HEADER_LEN};
-use crate::lateness::Histogram;
-use crate::pcap::{self, AirRecord, PcapWriter};
+use crate::pcap::AirBody;
+use crate::realtime::{self, Delivery, Inbound, Port, Service};
 use crate::routes;
 
-pub const CONTROL_SOCKET: &str = "control.sock";
-/// Priority of the event loop with `realtime.sched_fifo`.
-const FIFO_PRIORITY: i32 = 50;
-/// Frames read from one TAP per wake-up: bounds how long one flooding node can
-/// hold the loop; level-triggered epoll brings us back at once for the rest.
-const MAX_READS_PER_WAKEUP: usize = 256;
 /// Largest frame a TAP hands us (64 KiB MTU + Ethernet header).
 const READ_BUFFER: usize = 65_536 + ETHERNET_HEADER_LEN;
-/// A running capture is flushed to its file at least this often.
-const CAPTURE_FLUSH_NS: u64 = 200_000_000;
-
-const TOKEN_TIMER: u64 = u64::MAX;
-const TOKEN_SIGNAL: u64 = u64::MAX - 1;
-const TOKEN_LISTENER: u64 = u64::MAX - 2;
-/// Client connection tokens start here (TAP tokens are the node indices).
-const TOKEN_CLIENT_BASE: u64 = 1 << 32;
-
-/// Signals that end the lab cleanly.
-fn exit_signals() -> SigSet {
-    let mut set = SigSet::empty();
-    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        set.add(signal);
-    }
-    set
-}
 
 /// Brings the lab of `config` up, prints the ready line, runs until told to
 /// stop, and takes the lab down. Errors during bring-up leave nothing behind.
 pub fn run(config: LabConfig) -> anyhow::Result<()> {
-    // Blocked before any thread exists, so every thread inherits the mask and
-    // the signals wait for the signalfd: a SIGTERM during bring-up still ends
-    // with a clean teardown.
-    exit_signals().thread_block().context("blocking signals")?;
+    realtime::block_exit_signals()?;
     let lab = Lab::bring_up(config)?;
-    let mut driver = Driver::new(lab)?;
-    let outcome = driver.run();
-    driver.stop_capture();
-    let lab_name = driver.lab.config.lab.clone();
-    drop(driver); // namespaces first, then links and socket (Lab's field order)
-    eprintln!("meshemu-medium: lab {lab_name} is down");
-    outcome
+    realtime::run(lab.port, lab.service)
 }
 
-/// A file or symlink removed when dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        if let Err(e) = fs::remove_file(&self.0) {
-            if e.kind() != io::ErrorKind::NotFound {
-                eprintln!("meshemu-medium: removing {}: {e}", self.0.display());
-            }
-        }
-    }
-}
-
-/// Everything a running lab holds. Field order is teardown order.
+/// Everything a running TAP lab holds. Field order is teardown order:
+/// namespaces first, then links and socket.
 pub struct Lab {
-    namespaces: Namespaces,
-    _by_netns_links: Vec<RemoveOnDrop>,
-    _socket_file: RemoveOnDrop,
-    listener: UnixListener,
-    pages: Vec<Writer>,
-    medium: Medium<Payload>,
-    config: LabConfig,
-    links_at_start: Vec<LinkInfo>,
+    port: TapPort,
+    service: Service<Payload>,
 }
 
 impl Lab {
-    /// Namespaces, TAPs, routes, statistics pages, by-netns links and the
-    /// control socket, in that order; undone on failure.
+    /// Namespaces, TAPs, routes, then what [`Service::bring_up`] makes;
+    /// undone on failure.
     pub fn bring_up(config: LabConfig) -> anyhow::Result<Lab> {
         let medium = Medium::new(config.medium.clone()).context("medium")?;
         let links_at_start = medium.links(0);
         let specs = node_specs(&config, &links_at_start);
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let namespaces = bringup::bring_up(&specs, threads)?;
-
-        let nodes_dir = config.run_dir.join("nodes");
-        let n = config.nodes.len();
         let macs: Vec<[u8; 6]> = config.medium.nodes.iter().map(|node| node.mac_address.0).collect();
-        let mut peers = vec![PeerEntry::default(); n];
-        let mut pages = Vec::with_capacity(n);
-        for (i, node) in config.medium.nodes.iter().enumerate() {
-            let dir = nodes_dir.join(&node.name);
-            create_dirs(&dir, 0o755)?;
-            let mut page = Writer::create(&dir.join(PAGE_FILE_NAME), i as u32, n as u32)?;
-            // Published once at start, so the peer table has its addresses before any traffic.
-            fill_peers(&medium, i, &macs, &mut peers);
-            page.update(0, &node_counters(medium.stats(i)), &peers);
-            pages.push(page);
-        }
-        create_dirs(Path::new(BY_NETNS_DIR), 0o755)?;
-        let mut by_netns_links = Vec::with_capacity(n);
-        for (node, inode) in config.medium.nodes.iter().zip(namespaces.inodes()) {
-            let link = Path::new(BY_NETNS_DIR).join(inode.to_string());
-            // A link of this inode is stale: its namespace is gone, or ours
-            // could not have this inode.
-            let _ = fs::remove_file(&link);
-            std::os::unix::fs::symlink(nodes_dir.join(&node.name), &link)
-                .with_context(|| format!("node {}: creating {}", node.name, link.display()))?;
-            by_netns_links.push(RemoveOnDrop(link));
-        }
-        let socket_path = config.run_dir.join(CONTROL_SOCKET);
-        let _ = fs::remove_file(&socket_path); // left by a medium that was killed
-        let listener = UnixListener::bind(&socket_path)
-            .with_context(|| format!("creating the control socket {}", socket_path.display()))?;
-        let socket_file = RemoveOnDrop(socket_path.clone());
-        fs::set_permissions(&socket_path, fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("chmod {}", socket_path.display()))?;
-        listener.set_nonblocking(true)?;
-        Ok(Lab {
+        let port = TapPort {
+            classifier: Classifier::new(&macs, &config.priority_udp_ports),
+            names: config.medium.nodes.iter().map(|n| n.name.clone()).collect(),
+            read_buffer: vec![0; READ_BUFFER],
             namespaces,
-            _by_netns_links: by_netns_links,
-            _socket_file: socket_file,
-            listener,
-            pages,
-            medium,
-            config,
-            links_at_start,
-        })
+        };
+        let inodes = port.namespaces.inodes().to_vec();
+        // On failure `port` is dropped here, which removes the namespaces.
+        let service = Service::bring_up(config, medium, links_at_start, &inodes)?;
+        Ok(Lab { port, service })
     }
 }
 
-fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(mode)
-        .create(dir)
-        .with_context(|| format!("creating {}", dir.display()))
+/// The nodes' TAPs: token i is node i's TAP.
+struct TapPort {
+    namespaces: Namespaces,
+    classifier: Classifier,
+    names: Vec<String>,
+    read_buffer: Vec<u8>,
+}
+
+impl Port for TapPort {
+    type Payload = Payload;
+
+    fn register(&self, epoll: &Epoll) -> anyhow::Result<()> {
+        for (i, tap) in self.namespaces.taps().iter().enumerate() {
+            epoll.add(tap, EpollEvent::new(EpollFlags::EPOLLIN, i as u64)).context("epoll add TAP")?;
+        }
+        Ok(())
+    }
+
+    fn read_frame(&mut self, token: u64) -> Option<Inbound<Payload>> {
+        let node = token as NodeId;
+        loop {
+            let fd = self.namespaces.taps()[node].as_fd();
+            let length = match nix::unistd::read(fd, &mut self.read_buffer) {
+                Ok(length) => length,
+                Err(Errno::EAGAIN) => return None,
+                Err(Errno::EINTR) => continue,
+                Err(e) => {
+                    eprintln!("meshemu-medium: reading {}'s wlan0: {e}", self.names[node]);
+                    return None;
+                }
+            };
+            let Some(frame) = self.classifier.classify(&self.read_buffer[..length]) else {
+                continue;
+            };
+            let mpdu_bytes = meshemu_model::phy::data_mpdu_bytes(frame.len);
+            return Some(Inbound { node, frame, mpdu_bytes });
+        }
+    }
+
+    fn deliver(&mut self, delivery: Delivery<'_, Payload>) -> bool {
+        // Fails when wlan0 is down, or the frame does not fit its MTU.
+        nix::unistd::write(self.namespaces.taps()[delivery.node].as_fd(), delivery.payload).is_ok()
+    }
+
+    fn tx_done(&mut self, _: &Medium<Payload>, _: NodeId, _: &Payload, _: &TxOutcome) {}
+
+    fn network_len(payload: &Payload) -> usize {
+        payload.len().saturating_sub(ETHERNET_HEADER_LEN)
+    }
+
+    fn air_body(payload: &Payload) -> AirBody<'_> {
+        AirBody::Ethernet(payload)
+    }
 }
 
 /// What each namespace needs, static routes included when asked for.
@@ -200,641 +150,4 @@ pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
             ipv6_link_local: config.ipv6_link_local,
         })
         .collect()
-}
-
-/// The model's statistics in the page's layout (same names, same order).
-pub fn node_counters(stats: &NodeStats) -> NodeCounters {
-    // Destructured so that a counter added to the model fails to compile here.
-    let NodeStats {
-        tx_data_frames,
-        tx_broadcast_frames,
-        tx_bytes,
-        rx_frames,
-        rx_bytes,
-        rx_duplicates,
-        overheard_frames,
-        data_attempts,
-        rts_attempts,
-        cts_sent,
-        acks_sent,
-        cts_timeouts,
-        ack_timeouts,
-        retry_drops,
-        queue_drops,
-        rx_collisions,
-        rx_errors,
-        rx_weak,
-        backoffs,
-        defers,
-        busy_ns,
-        tx_ns,
-        queue_len,
-        queue_len_max,
-        rts_attempts_hist,
-        data_attempts_hist,
-    } = stats.clone();
-    NodeCounters {
-        tx_data_frames,
-        tx_broadcast_frames,
-        tx_bytes,
-        rx_frames,
-        rx_bytes,
-        rx_duplicates,
-        overheard_frames,
-        data_attempts,
-        rts_attempts,
-        cts_sent,
-        acks_sent,
-        cts_timeouts,
-        ack_timeouts,
-        retry_drops,
-        queue_drops,
-        rx_collisions,
-        rx_errors,
-        rx_weak,
-        backoffs,
-        defers,
-        busy_ns,
-        tx_ns,
-        queue_len,
-        queue_len_max,
-        rts_attempts_hist,
-        data_attempts_hist,
-    }
-}
-
-fn monotonic_ns() -> u64 {
-    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-}
-
-fn realtime_ns() -> u64 {
-    let t = clock_gettime(ClockId::CLOCK_REALTIME).expect("CLOCK_REALTIME");
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-}
-
-struct Capture {
-    writer: PcapWriter<BufWriter<fs::File>>,
-    path: PathBuf,
-    frames: u64,
-    last_flush: u64,
-}
-
-/// The event loop and what it serves.
-struct Driver {
-    lab: Lab,
-    names: Vec<String>,
-    node_by_name: HashMap<String, usize>,
-    macs: Vec<[u8; 6]>,
-    /// Current radio of each node (set_radio changes single fields).
-    radios: Vec<RadioConfig>,
-    classifier: Classifier,
-    epoll: Epoll,
-    timer: TimerFd,
-    signals: SignalFd,
-    /// Model deadline the timer is armed for.
-    armed: Option<Time>,
-    /// CLOCK_MONOTONIC at model time 0.
-    t0: u64,
-    spin_ns: u64,
-    lateness: Histogram,
-    actions: Vec<Action<Payload>>,
-    touched: Vec<usize>,
-    peer_scratch: Vec<PeerEntry>,
-    read_buffer: Vec<u8>,
-    clients: HashMap<u64, Connection>,
-    next_client: u64,
-    /// Which event kinds any subscriber wants (index: EventKind as usize).
-    wanted: [bool; 4],
-    capture: Option<Capture>,
-    tap_write_errors: u64,
-    shutdown: bool,
-}
-
-fn event_index(kind: EventKind) -> usize {
-    match kind {
-        EventKind::Tx => 0,
-        EventKind::Rx => 1,
-        EventKind::Drop => 2,
-        EventKind::Move => 3,
-    }
-}
-
-impl Driver {
-    fn new(lab: Lab) -> anyhow::Result<Self> {
-        let cfg = &lab.config;
-        let names: Vec<String> = cfg.medium.nodes.iter().map(|n| n.name.clone()).collect();
-        let macs: Vec<[u8; 6]> = cfg.medium.nodes.iter().map(|n| n.mac_address.0).collect();
-        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).context("epoll")?;
-        for (i, tap) in lab.namespaces.taps().iter().enumerate() {
-            epoll.add(tap, EpollEvent::new(EpollFlags::EPOLLIN, i as u64)).context("epoll add TAP")?;
-        }
-        let timer = TimerFd::new(TimerClock::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)
-            .context("timerfd")?;
-        epoll.add(&timer, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_TIMER))?;
-        let signals = SignalFd::with_flags(&exit_signals(), SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-            .context("signalfd")?;
-        epoll.add(&signals, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_SIGNAL))?;
-        epoll.add(&lab.listener, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_LISTENER))?;
-
-        // Timers of this thread fire when due, not up to 50 µs later.
-        nix::sys::prctl::set_timerslack(1).context("setting the timer slack")?;
-        if cfg.realtime.sched_fifo {
-            let param = libc::sched_param { sched_priority: FIFO_PRIORITY };
-            // SAFETY: plain syscall on the calling thread (pid 0) with a valid sched_param.
-            let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-            if rc != 0 {
-                bail!("realtime.sched_fifo: sched_setscheduler: {}", io::Error::last_os_error());
-            }
-        }
-        Ok(Driver {
-            node_by_name: names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect(),
-            radios: cfg.medium.nodes.iter().map(|n| n.radio.clone()).collect(),
-            classifier: Classifier::new(&macs, &cfg.priority_udp_ports),
-            spin_ns: cfg.realtime.spin_ns,
-            peer_scratch: vec![PeerEntry::default(); names.len()],
-            names,
-            macs,
-            epoll,
-            timer,
-            signals,
-            armed: None,
-            t0: 0,
-            lateness: Histogram::default(),
-            actions: Vec::new(),
-            touched: Vec::new(),
-            read_buffer: vec![0; READ_BUFFER],
-            clients: HashMap::new(),
-            next_client: 0,
-            wanted: [false; 4],
-            capture: None,
-            tap_write_errors: 0,
-            shutdown: false,
-            lab,
-        })
-    }
-
-    fn now(&self) -> Time {
-        monotonic_ns().saturating_sub(self.t0)
-    }
-
-    fn run(&mut self) -> anyhow::Result<()> {
-        self.t0 = monotonic_ns();
-        let ready = json!({"ready": true, "pid": std::process::id(), "links": self.lab.links_at_start});
-        let mut stdout = io::stdout().lock();
-        // The control plane may not read our stdout at all; a failure to
-        // print is not a reason to stop the lab.
-        let _ = writeln!(stdout, "{ready}").and_then(|_| stdout.flush());
-        drop(stdout);
-
-        let mut events = vec![EpollEvent::empty(); 64 + self.names.len()];
-        loop {
-            self.arm_timer()?;
-            let count = match self.epoll.wait(&mut events, EpollTimeout::NONE) {
-                Ok(count) => count,
-                Err(Errno::EINTR) => 0,
-                Err(e) => return Err(e).context("epoll_wait"),
-            };
-            let now = self.spin_until_due(self.now());
-            self.advance(now);
-            for event in &events[..count] {
-                match event.data() {
-                    TOKEN_TIMER => {
-                        let mut expirations = [0u8; 8];
-                        let _ = nix::unistd::read(self.timer.as_fd(), &mut expirations);
-                        self.armed = None; // spent: arm again whatever comes next
-                    }
-                    TOKEN_SIGNAL => {
-                        if let Ok(Some(info)) = self.signals.read_signal() {
-                            let name = Signal::try_from(info.ssi_signo as i32).map_or("?", |s| s.as_str());
-                            eprintln!("meshemu-medium: {name}: taking lab {} down", self.lab.config.lab);
-                            self.shutdown = true;
-                        }
-                    }
-                    TOKEN_LISTENER => self.accept_clients(),
-                    token if token >= TOKEN_CLIENT_BASE => self.serve_client(token - TOKEN_CLIENT_BASE),
-                    node => self.read_tap(node as usize),
-                }
-            }
-            let now = self.now();
-            self.advance(now);
-            self.publish_stats(now);
-            self.flush_clients();
-            self.flush_capture_if_due();
-            if self.shutdown {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Arms the timer for the model's next event (early by `spin_ns`).
-    fn arm_timer(&mut self) -> anyhow::Result<()> {
-        let deadline = self.lab.medium.next_event_time().map(|t| t.saturating_sub(self.spin_ns));
-        if deadline == self.armed {
-            return Ok(());
-        }
-        match deadline {
-            Some(t) => {
-                let at = self.t0 + t;
-                let spec = TimeSpec::new((at / 1_000_000_000) as _, (at % 1_000_000_000) as _);
-                self.timer.set(Expiration::OneShot(spec), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
-            }
-            None => self.timer.unset()?,
-        }
-        self.armed = deadline;
-        Ok(())
-    }
-
-    /// With `spin_ns`, waits out the last stretch to a close deadline by spinning.
-    fn spin_until_due(&self, mut now: Time) -> Time {
-        if self.spin_ns == 0 {
-            return now;
-        }
-        if let Some(next) = self.lab.medium.next_event_time() {
-            if next > now && next - now <= self.spin_ns {
-                while now < next {
-                    std::hint::spin_loop();
-                    now = self.now();
-                }
-            }
-        }
-        now
-    }
-
-    fn advance(&mut self, now: Time) {
-        self.lab.medium.advance(now, &mut self.actions);
-        self.carry_out_actions();
-    }
-
-    fn read_tap(&mut self, node: usize) {
-        for _ in 0..MAX_READS_PER_WAKEUP {
-            let fd = self.lab.namespaces.taps()[node].as_fd();
-            let length = match nix::unistd::read(fd, &mut self.read_buffer) {
-                Ok(length) => length,
-                Err(Errno::EAGAIN) => break,
-                Err(Errno::EINTR) => continue,
-                Err(e) => {
-                    eprintln!("meshemu-medium: reading {}'s wlan0: {e}", self.names[node]);
-                    break;
-                }
-            };
-            let Some(frame) = self.classifier.classify(&self.read_buffer[..length]) else { continue };
-            let now = self.now();
-            self.lab.medium.send(now, node, frame, &mut self.actions);
-            self.carry_out_actions();
-        }
-    }
-
-    fn carry_out_actions(&mut self) {
-        let mut actions = std::mem::take(&mut self.actions);
-        for action in actions.drain(..) {
-            let now = self.now();
-            match action {
-                Action::Deliver { time, node, from, payload, len, rx_power_dbm, sinr_db, overheard } => {
-                    let fd = self.lab.namespaces.taps()[node].as_fd();
-                    if nix::unistd::write(fd, &payload).is_err() {
-                        // wlan0 is down, or the frame does not fit its MTU.
-                        self.tap_write_errors += 1;
-                    }
-                    self.lateness.record(now.saturating_sub(time));
-                    if self.wanted[event_index(EventKind::Rx)] {
-                        let event = json!({"event": "rx", "time_ns": time, "node": self.names[node],
-                            "from": self.names[from], "len": len, "rx_power_dbm": rx_power_dbm,
-                            "sinr_db": sinr_db, "overheard": overheard});
-                        self.publish_event(EventKind::Rx, &event);
-                    }
-                }
-                Action::TxDone { time, node, payload, outcome } => {
-                    self.lateness.record(now.saturating_sub(time));
-                    let kind = match outcome {
-                        TxOutcome::Acked { .. } | TxOutcome::Broadcast => EventKind::Tx,
-                        TxOutcome::RetryDrop { .. } | TxOutcome::QueueDrop => EventKind::Drop,
-                    };
-                    if self.wanted[event_index(kind)] {
-                        let event = json!({"event": if kind == EventKind::Tx { "tx" } else { "drop" },
-                            "time_ns": time, "node": self.names[node],
-                            "len": payload.len().saturating_sub(ETHERNET_HEADER_LEN), "outcome": outcome});
-                        self.publish_event(kind, &event);
-                    }
-                }
-                Action::Air { time, node, frame } => {
-                    self.lateness.record(now.saturating_sub(time));
-                    self.capture_air(time, node, &frame);
-                }
-            }
-        }
-        self.actions = actions;
-    }
-
-    fn capture_air(&mut self, time: Time, node: usize, frame: &AirFrame<Payload>) {
-        let Some(capture) = self.capture.as_mut() else { return };
-        let radio = &self.radios[node];
-        let ethernet = frame.payload.as_deref();
-        let receiver = match frame.dst {
-            Dest::Node(j) => self.macs[j],
-            Dest::Broadcast => [0xff; 6],
-            Dest::Unknown => pcap::ethernet_destination(ethernet),
-        };
-        let record = AirRecord {
-            time_ns: time,
-            kind: frame.kind,
-            receiver,
-            transmitter: self.macs[frame.src],
-            duration_us: frame.duration_us,
-            retry: frame.retry,
-            seq: frame.seq,
-            rate_bps: frame.rate_bps,
-            frequency_mhz: (radio.frequency_hz / 1e6).round().clamp(0.0, 65535.0) as u16,
-            ofdm: radio.phy == meshemu_model::Phy::Ofdm,
-            short_preamble: radio.preamble == meshemu_model::config::Preamble::Short,
-            signal_dbm: radio.tx_power_dbm.round().clamp(-128.0, 127.0) as i8,
-            ethernet,
-        };
-        if let Err(e) = capture.writer.write(&record) {
-            eprintln!("meshemu-medium: capture {}: {e}; capture stopped", capture.path.display());
-            self.stop_capture();
-            return;
-        }
-        capture.frames += 1;
-    }
-
-    fn flush_capture_if_due(&mut self) {
-        let now = self.now();
-        let Some(capture) = self.capture.as_mut() else { return };
-        if now.saturating_sub(capture.last_flush) >= CAPTURE_FLUSH_NS {
-            capture.last_flush = now;
-            if let Err(e) = capture.writer.flush() {
-                eprintln!("meshemu-medium: capture {}: {e}; capture stopped", capture.path.display());
-                self.stop_capture();
-            }
-        }
-    }
-
-    /// Ends a running capture; returns (path, frames written).
-    fn stop_capture(&mut self) -> Option<(PathBuf, u64)> {
-        let mut capture = self.capture.take()?;
-        self.lab.medium.set_air_capture(false);
-        if let Err(e) = capture.writer.flush() {
-            eprintln!("meshemu-medium: capture {}: {e}", capture.path.display());
-        }
-        Some((capture.path, capture.frames))
-    }
-
-    fn publish_event(&mut self, kind: EventKind, event: &Value) {
-        let mut line = serde_json::to_vec(event).expect("JSON values serialize");
-        line.push(b'\n');
-        for client in self.clients.values_mut() {
-            if client.subscription.as_ref().is_some_and(|s| s.events.contains(&kind)) {
-                client.queue_event(&line);
-            }
-        }
-    }
-
-    /// Writes the pages of the nodes whose statistics changed.
-    fn publish_stats(&mut self, now: Time) {
-        self.lab.medium.take_touched(&mut self.touched);
-        for &node in &self.touched {
-            let counters = node_counters(self.lab.medium.stats(node));
-            fill_peers(&self.lab.medium, node, &self.macs, &mut self.peer_scratch);
-            self.lab.pages[node].update(now, &counters, &self.peer_scratch);
-        }
-        self.touched.clear();
-    }
-
-    fn accept_clients(&mut self) {
-        loop {
-            let stream = match self.lab.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    eprintln!("meshemu-medium: accepting a control connection: {e}");
-                    return;
-                }
-            };
-            match control::peer_is_root(&stream) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => {
-                    let mut refused = Connection::new(stream).ok();
-                    if let Some(c) = refused.as_mut() {
-                        c.queue(&error_reply("the control socket serves root only"));
-                        c.flush();
-                    }
-                    continue;
-                }
-            }
-            let Ok(connection) = Connection::new(stream) else { continue };
-            let id = self.next_client;
-            self.next_client += 1;
-            let interest = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
-            if let Err(e) = self.epoll.add(connection.stream(), EpollEvent::new(interest, TOKEN_CLIENT_BASE + id)) {
-                eprintln!("meshemu-medium: control connection: {e}");
-                continue;
-            }
-            self.clients.insert(id, connection);
-        }
-    }
-
-    fn serve_client(&mut self, id: u64) {
-        let Some(client) = self.clients.get_mut(&id) else { return };
-        let lines = client.read_lines();
-        for line in lines {
-            let reply = match control::parse_request(&line) {
-                Ok(request) => self.handle(id, request),
-                Err(message) => error_reply(message),
-            };
-            if let Some(client) = self.clients.get_mut(&id) {
-                client.queue(&reply);
-            }
-        }
-        self.flush_client(id);
-    }
-
-    fn flush_clients(&mut self) {
-        let ids: Vec<u64> = self.clients.iter().filter(|(_, c)| c.has_output() || c.closed).map(|(&id, _)| id).collect();
-        for id in ids {
-            self.flush_client(id);
-        }
-    }
-
-    fn flush_client(&mut self, id: u64) {
-        let Some(client) = self.clients.get_mut(&id) else { return };
-        client.flush();
-        if client.closed {
-            let client = self.clients.remove(&id).expect("present");
-            let _ = self.epoll.delete(client.stream());
-            self.update_wanted();
-        }
-    }
-
-    fn update_wanted(&mut self) {
-        self.wanted = [false; 4];
-        for sub in self.clients.values().filter_map(|c| c.subscription.as_ref()) {
-            for &kind in &sub.events {
-                self.wanted[event_index(kind)] = true;
-            }
-        }
-    }
-
-    fn node(&self, name: &str) -> Result<usize, String> {
-        self.node_by_name.get(name).copied().ok_or_else(|| format!("unknown node {name:?}"))
-    }
-
-    fn handle(&mut self, client: u64, request: Request) -> Value {
-        match self.try_handle(client, request) {
-            Ok(mut reply) => {
-                reply["ok"] = json!(true);
-                reply
-            }
-            Err(message) => error_reply(message),
-        }
-    }
-
-    fn try_handle(&mut self, client: u64, request: Request) -> Result<Value, String> {
-        let now = self.now();
-        Ok(match request {
-            Request::Status {} => {
-                let drops: u64 = self
-                    .clients
-                    .values()
-                    .filter_map(|c| c.subscription.as_ref())
-                    .map(|s| s.dropped_total)
-                    .sum();
-                json!({"lab": self.lab.config.lab, "time_ns": now, "nodes": self.names.len(),
-                    "lateness": self.lateness.summary(), "subscriber_drops": drops,
-                    "tap_write_errors": self.tap_write_errors,
-                    "capture": self.capture.as_ref().map(|c| c.path.clone())})
-            }
-            Request::Stats { node } => {
-                let selected: Vec<usize> = match node {
-                    Some(name) => vec![self.node(&name)?],
-                    None => (0..self.names.len()).collect(),
-                };
-                let mut nodes = serde_json::Map::new();
-                for i in selected {
-                    nodes.insert(self.names[i].clone(), self.node_stats_json(i));
-                }
-                json!({"time_ns": now, "nodes": nodes})
-            }
-            Request::Positions {} => {
-                let nodes: serde_json::Map<String, Value> =
-                    self.names.iter().enumerate().map(|(i, name)| (name.clone(), json!(self.lab.medium.position(i, now)))).collect();
-                json!({"time_ns": now, "nodes": nodes})
-            }
-            Request::Links {} => json!({"time_ns": now, "nodes": self.names.len(), "links": self.lab.medium.links(now)}),
-            Request::Move { node, position } => {
-                let i = self.node(&node)?;
-                if let Some(k) = position.iter().position(|v| !v.is_finite()) {
-                    return Err(format!("position[{k}] must be a finite number"));
-                }
-                self.lab.medium.set_position(now, i, position);
-                if self.wanted[event_index(EventKind::Move)] {
-                    let event = json!({"event": "move", "time_ns": now, "node": node, "position": position});
-                    self.publish_event(EventKind::Move, &event);
-                }
-                json!({})
-            }
-            Request::SetRadio { node, radio } => {
-                let i = self.node(&node)?;
-                let mut merged = serde_json::to_value(&self.radios[i]).expect("radio serializes");
-                for (field, value) in radio {
-                    merged[field] = value;
-                }
-                let radio: RadioConfig = serde_path_to_error::deserialize(merged)
-                    .map_err(|e| format!("radio.{}: {}", e.path(), e.inner()))?;
-                self.lab.medium.set_radio(now, i, radio.clone()).map_err(|e| e.to_string())?;
-                self.radios[i] = radio;
-                json!({})
-            }
-            Request::SetLink { a, b, bit_error_rate, extra_loss_db } => {
-                let (ia, ib) = (self.node(&a)?, self.node(&b)?);
-                if ia == ib {
-                    return Err("a and b must be different nodes".into());
-                }
-                self.lab.medium.set_link(ia, ib, LinkOverride { bit_error_rate, extra_loss_db }).map_err(|e| e.to_string())?;
-                json!({})
-            }
-            Request::Mobility { node, run } => {
-                let selected: Vec<usize> = match node {
-                    Some(name) => vec![self.node(&name)?],
-                    None => (0..self.names.len()).collect(),
-                };
-                for i in selected {
-                    self.lab.medium.set_mobility_running(now, i, run);
-                }
-                json!({})
-            }
-            Request::Capture { path, run: true } => {
-                let path = path.ok_or("capture with run true needs a path")?;
-                if !path.is_absolute() {
-                    return Err(format!("path {} is not absolute", path.display()));
-                }
-                let file = fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let epoch = realtime_ns().saturating_sub(now);
-                let writer = PcapWriter::new(BufWriter::new(file), epoch).map_err(|e| format!("{}: {e}", path.display()))?;
-                self.stop_capture();
-                self.capture = Some(Capture { writer, path: path.clone(), frames: 0, last_flush: now });
-                self.lab.medium.set_air_capture(true);
-                json!({"path": path})
-            }
-            Request::Capture { run: false, .. } => match self.stop_capture() {
-                Some((path, frames)) => json!({"path": path, "frames": frames}),
-                None => return Err("no capture is running".into()),
-            },
-            Request::Lateness {} => {
-                let mut reply = serde_json::to_value(self.lateness.summary()).expect("summary serializes");
-                reply["buckets"] = json!(self.lateness.buckets());
-                reply
-            }
-            Request::Subscribe { events } => {
-                let Some(connection) = self.clients.get_mut(&client) else { return Err("connection gone".into()) };
-                connection.subscription = Some(control::Subscription { events, ..Default::default() });
-                self.update_wanted();
-                json!({})
-            }
-            Request::Shutdown {} => {
-                self.shutdown = true;
-                json!({})
-            }
-        })
-    }
-
-    fn node_stats_json(&self, node: usize) -> Value {
-        let medium = &self.lab.medium;
-        let mut value = serde_json::to_value(node_counters(medium.stats(node))).expect("counters serialize");
-        let mut peers = vec![PeerEntry::default(); self.names.len()];
-        fill_peers(medium, node, &self.macs, &mut peers);
-        let peers: Vec<Value> = peers
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != node)
-            .map(|(j, peer)| {
-                let mut entry = serde_json::to_value(peer).expect("peer serializes");
-                entry["node"] = json!(self.names[j]);
-                entry
-            })
-            .collect();
-        value["peers"] = json!(peers);
-        value
-    }
-}
-
-/// The peer table of `node` in page layout.
-fn fill_peers(medium: &Medium<Payload>, node: usize, macs: &[[u8; 6]], peers: &mut [PeerEntry]) {
-    for (j, entry) in peers.iter_mut().enumerate() {
-        if j == node {
-            *entry = PeerEntry::default();
-            continue;
-        }
-        let p = medium.peer_stats(node, j);
-        *entry = PeerEntry {
-            mac_address: macs[j],
-            reserved: [0; 2],
-            tx_acked: p.tx_acked,
-            tx_failed: p.tx_failed,
-            rx_frames: p.rx_frames,
-            last_rx_power_mdbm: p.last_rx_power_mdbm,
-            last_sinr_mdb: p.last_sinr_mdb,
-        };
-    }
 }
