@@ -36,6 +36,22 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// As `tap`, with a mac80211_hwsim radio per node: the kernel's 802.11
+    /// stack runs in the nodes, the model decides every frame's delivery.
+    Hwsim {
+        /// Lab configuration (JSON), `-` for stdin.
+        #[arg(long)]
+        config: PathBuf,
+        /// How the radios join each other.
+        #[arg(long, value_enum, default_value = "ibss")]
+        mode: meshemu_medium::hwsim::Mode,
+        /// IBSS SSID or mesh ID.
+        #[arg(long, default_value = "meshemu")]
+        ssid: String,
+        /// Channel centre frequency in MHz (2.4 or 5 GHz band).
+        #[arg(long, default_value_t = 2412)]
+        frequency_mhz: u32,
+    },
 }
 
 fn links(path: &Path) -> anyhow::Result<()> {
@@ -62,12 +78,25 @@ fn tap(path: &Path) -> anyhow::Result<()> {
     meshemu_medium::tap::run(lab)
 }
 
+fn hwsim(path: &Path, options: meshemu_medium::hwsim::Options) -> anyhow::Result<()> {
+    let text = config::read_input(path)?;
+    let lab = LabConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
+    if options.ssid.is_empty() || options.ssid.len() > 32 {
+        anyhow::bail!("--ssid: {:?} is not 1 to 32 bytes long", options.ssid);
+    }
+    meshemu_medium::hwsim::run(lab, options)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
         Command::Links { config } => links(config),
         Command::Sim { scenario } => sim(scenario),
         Command::Tap { config } => tap(config),
+        Command::Hwsim { config, mode, ssid, frequency_mhz } => hwsim(
+            config,
+            meshemu_medium::hwsim::Options { mode: *mode, ssid: ssid.clone(), frequency_mhz: *frequency_mhz },
+        ),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

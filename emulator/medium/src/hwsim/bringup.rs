@@ -1,0 +1,168 @@
+//! Bring-up of a hwsim lab's nodes: per node a named network namespace with
+//! the sysctls of a multi-hop node, a mac80211_hwsim radio (created from the
+//! root namespace, so it belongs to the medium's hwsim group, then moved into
+//! the node's namespace), an interface `wlan0` of type IBSS or mesh with the
+//! node's address, MTU and static routes, joined to the lab's cell. Radios
+//! are configured with `iw` argument lists; addresses and routes with
+//! rtnetlink as in the TAP driver.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use nix::sched::{setns, CloneFlags};
+
+use super::genl::{Attr, HwsimMessage, HwsimSocket, CMD_NEW_RADIO};
+use super::{Mode, Options};
+use crate::bringup::{BringUpError, NodeSpec};
+use crate::netlink::{self, RouteSocket};
+use crate::netns::{self, NetnsMount, NETNS_RUN_DIR, TAP_NAME};
+use crate::pcap::BSSID;
+
+/// Longest wiphy name cfg80211 accepts (NL80211_WIPHY_NAME_MAXLEN).
+const WIPHY_NAME_MAX: usize = 64;
+
+/// The radios and namespaces of a lab. Dropping it closes the socket that
+/// created the radios (hwsim destroys them), then removes the namespaces.
+pub struct Radios {
+    // Field order is drop order.
+    _creator: HwsimSocket,
+    mounts: Vec<NetnsMount>,
+    inodes: Vec<u64>,
+}
+
+impl Radios {
+    /// Network namespace inode of node i.
+    pub fn inodes(&self) -> &[u64] {
+        &self.inodes
+    }
+}
+
+/// Creates every node's radio, then brings the nodes up with `threads`
+/// workers. On failure everything made so far is removed again.
+pub fn bring_up(nodes: &[NodeSpec], options: &Options, threads: usize) -> Result<Radios, BringUpError> {
+    let fail = |node: &NodeSpec, step: &'static str| {
+        let (name, netns) = (node.name.clone(), node.netns.clone());
+        move |source: io::Error| BringUpError { node: name, netns, step, source }
+    };
+    let lab_wide =
+        |step: &'static str| move |source| BringUpError { node: "-".into(), netns: "-".into(), step, source };
+    netns::prepare_netns_dir().map_err(lab_wide("preparing /run/netns"))?;
+    let root = File::open("/proc/thread-self/ns/net").map_err(lab_wide("opening the root network namespace"))?;
+    let mut creator = HwsimSocket::open().map_err(lab_wide("opening a MAC80211_HWSIM socket"))?;
+    for node in nodes {
+        if node.netns.len() > WIPHY_NAME_MAX {
+            return Err(fail(node, "naming the radio")(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the radio is named after the namespace, which is longer than {WIPHY_NAME_MAX} characters"),
+            )));
+        }
+        let radio = HwsimMessage {
+            cmd: CMD_NEW_RADIO,
+            attrs: vec![
+                Attr::PermAddr(node.mac),
+                Attr::RadioName(node.netns.clone()),
+                Attr::DestroyRadioOnClose,
+                Attr::NoVif,
+            ],
+        };
+        creator.request(radio).map_err(fail(node, "creating the hwsim radio"))?;
+    }
+
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let done: Mutex<Vec<Option<(NetnsMount, u64)>>> = Mutex::new((0..nodes.len()).map(|_| None).collect());
+    let first_error: Mutex<Option<BringUpError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, nodes.len().max(1)) {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(node) = nodes.get(i) else { break };
+                    match set_up_node(node, options, &root) {
+                        Ok(up) => done.lock().unwrap()[i] = Some(up),
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error.lock().unwrap().get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let done = done.into_inner().unwrap();
+    let mut radios = Radios { _creator: creator, mounts: Vec::new(), inodes: Vec::new() };
+    let complete = done.iter().all(Option::is_some);
+    for (mount, inode) in done.into_iter().flatten() {
+        radios.mounts.push(mount);
+        radios.inodes.push(inode);
+    }
+    match first_error.into_inner().unwrap() {
+        Some(error) => Err(error), // `radios` drops what was made
+        None if complete => Ok(radios),
+        None => Err(lab_wide("bringing nodes up")(io::Error::other("a worker stopped early"))),
+    }
+}
+
+/// Runs in a worker thread, which it moves between namespaces.
+fn set_up_node(node: &NodeSpec, options: &Options, root: &File) -> Result<(NetnsMount, u64), BringUpError> {
+    let fail = |step: &'static str| {
+        move |source: io::Error| BringUpError { node: node.name.clone(), netns: node.netns.clone(), step, source }
+    };
+    let mount = netns::create_named_netns(&node.netns).map_err(fail("creating the network namespace"))?;
+    let inode = netns::current_netns_inode().map_err(fail("reading the namespace inode"))?;
+    netns::set_node_sysctls().map_err(fail("setting sysctls"))?;
+    let own = File::open(format!("{NETNS_RUN_DIR}/{}", node.netns)).map_err(fail("opening the namespace"))?;
+
+    // The radio is still in the root namespace, where it was created.
+    setns(root.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| fail("entering the root namespace")(e.into()))?;
+    let radio = node.netns.as_str();
+    iw(&["phy", radio, "set", "netns", "name", &node.netns]).map_err(fail("moving the radio into the namespace"))?;
+    setns(own.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| fail("entering the namespace")(e.into()))?;
+
+    let kind = match options.mode {
+        Mode::Ibss => "ibss",
+        Mode::Mesh => "mesh",
+    };
+    iw(&["phy", radio, "interface", "add", TAP_NAME, "type", kind]).map_err(fail("adding the interface wlan0"))?;
+    netns::set_interface_ipv4_sysctls(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
+    let mut requests = vec![
+        netlink::link_up(1, "lo", None, None),
+        netlink::link_up(index, TAP_NAME, Some(node.mac), Some(node.mtu)),
+        netlink::add_ipv4_address(index, TAP_NAME, node.ipv4, node.prefix_len),
+    ];
+    requests.extend(node.routes.iter().map(|r| netlink::add_host_route(index, r.destination, r.gateway)));
+    let mut socket = RouteSocket::new().map_err(fail("opening rtnetlink"))?;
+    socket
+        .run(requests)
+        .map_err(|e| fail("configuring interfaces and routes")(io::Error::new(e.source.kind(), e.to_string())))?;
+
+    let frequency = options.frequency_mhz.to_string();
+    let bssid = BSSID.map(|b| format!("{b:02x}")).join(":");
+    match options.mode {
+        Mode::Ibss => iw(&["dev", TAP_NAME, "ibss", "join", &options.ssid, &frequency, "NOHT", "fixed-freq", &bssid]),
+        Mode::Mesh => iw(&["dev", TAP_NAME, "mesh", "join", &options.ssid, "freq", &frequency, "NOHT"]),
+    }
+    .map_err(fail("joining the cell"))?;
+    Ok((mount, inode))
+}
+
+/// Runs `iw` with these arguments in the calling thread's namespace.
+fn iw(args: &[&str]) -> io::Result<()> {
+    let output = Command::new("iw").args(args).stdin(Stdio::null()).output().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            io::Error::new(e.kind(), "iw not found: the hwsim backend needs it (Debian package iw)")
+        } else {
+            e
+        }
+    })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Err(io::Error::other(format!("iw {}: {}", args.join(" "), stderr.trim())))
+}
