@@ -55,7 +55,7 @@ struct Estimate {
     reported: u32,
     /// Beacon/oracle: released towards it since that report.
     sent_since_report: u32,
-    recent: [u64; RECENT],
+    recent: [Option<u64>; RECENT],
     recent_next: usize,
     /// Smoothed release-to-forward delay and its mean deviation, ns.
     delay: Option<(Nanos, Nanos)>,
@@ -140,11 +140,11 @@ impl Downstream {
             self.counters.overheard_unmatched += 1;
             return;
         };
-        if e.recent.contains(&fingerprint) {
+        if e.recent.contains(&Some(fingerprint)) {
             self.counters.overheard_duplicates += 1;
             return;
         }
-        e.recent[e.recent_next] = fingerprint;
+        e.recent[e.recent_next] = Some(fingerprint);
         e.recent_next = (e.recent_next + 1) % RECENT;
         if let Some(sent) = e.in_flight.pop_front() {
             e.sample_delay(now.saturating_sub(sent));

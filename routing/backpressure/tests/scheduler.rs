@@ -190,6 +190,29 @@ fn a_missed_overhearing_blocks_the_flow_only_until_the_timeout() {
 }
 
 #[test]
+fn the_overhearing_timeout_adapts_to_the_forwarding_delay() {
+    let mut h = Harness::new(config(Mode::Backpressure { threshold: 1 }));
+    // Ten packets, each heard forwarded 10 ms after its release.
+    let mut now = 0;
+    for id in 0..10 {
+        h.arrive(now, id, 1);
+        assert_eq!(h.accepted(), vec![id]);
+        h.radio_sent(now + MS, 1);
+        now += 10 * MS;
+        h.scheduler.overheard(now, NEXT, flow(1), u64::from(id), &mut h.out);
+    }
+    // The next forward is missed: the flow waits about the usual delay, not 200 ms.
+    h.arrive(now, 10, 1);
+    h.radio_sent(now + MS, 1);
+    h.arrive(now + MS, 11, 1);
+    assert_eq!(h.accepted(), vec![10]);
+    let deadline = h.scheduler.next_deadline().unwrap() - now;
+    assert!((10 * MS..50 * MS).contains(&deadline), "timeout {deadline} ns after release");
+    h.scheduler.poll(now + deadline, &mut h.out);
+    assert_eq!(h.accepted(), vec![11]);
+}
+
+#[test]
 fn a_report_corrects_the_overhearing_estimate_both_ways() {
     let mut h = Harness::new(Config { radio_depth: None, ..config(Mode::Backpressure { threshold: 2 }) });
     h.arrive(0, 1, 1);

@@ -49,6 +49,9 @@ const RECEIVES_PER_TURN: usize = 16;
 const COPY_RANGE: u32 = 80;
 const REPORT_EVERY: Nanos = 1_000_000_000;
 
+/// A queued packet taken out of the receive buffer: id, source MAC, first bytes and their length.
+type CopiedPacket = (u32, Option<[u8; 6]>, [u8; COPY_RANGE as usize], usize);
+
 /// Signals that stop the daemon cleanly.
 pub fn exit_signals() -> SigSet {
     let mut set = SigSet::empty();
@@ -371,7 +374,7 @@ impl Daemon {
             }
             self.io.receive_batches += 1;
             // Copied out of the receive buffer so each can be handled with the rest of self.
-            let packets: Vec<(u32, Option<[u8; 6]>, [u8; COPY_RANGE as usize], usize)> = self
+            let packets: Vec<CopiedPacket> = self
                 .queue
                 .packets()
                 .iter()
