@@ -112,10 +112,36 @@ def test_bpd_forwards_queues_and_cleans_up(tmp_path):
         flows = {flow["flow"]: flow for flow in counters["n1"]["flows"]}
         assert flows[n2.ip]["released"] >= 5 and flows[n0.ip]["released"] >= 5, flows
         assert counters["n0"]["io"]["route_lookups"] >= 1
-        assert counters["n0"]["processing"]["count"] == counters["n0"]["totals"]["enqueued"] + \
-            counters["n0"]["totals"]["bypassed"]
+        # Every queued packet's handling was timed (packets drained at exit are not).
+        assert counters["n0"]["processing"]["count"] >= counters["n0"]["totals"]["enqueued"] > 0
         # Without the daemons the node still forwards.
         assert n0.run(["ping", "-n", "-c", "1", "-W", "2", n2.ip], timeout=10).returncode == 0
+    finally:
+        lab.down()
+
+
+@pytest.mark.root
+def test_a_vanished_next_hop_holds_nothing_for_long(tmp_path):
+    """The relay of a flow leaves radio range: the source's daemon keeps
+    running, holds at most its threshold, and every packet gets a verdict."""
+    lab = start_lab(tmp_path, "tbpgone", 3)
+    try:
+        daemons = start_daemons(lab, ["--mode", "backpressure", "--threshold", "1", "--max-hold", "500ms"], tmp_path)
+        sink = lab["n2"]
+        send = lab["n0"].spawn([str(UDP), "send", "--dst", f"{sink.ip}:5001", "--rate", "500kbps", "--size", "1000",
+                                "--duration", "8s"])
+        time.sleep(2)
+        lab.move("n1", 5000, 5000)
+        time.sleep(3)
+        counters = json.loads((tmp_path / "n0.json").read_text())
+        assert daemons["n0"].poll() is None
+        assert counters["held"] <= 1, counters["held"]
+        assert send.wait(15) == 0
+        counters = stop_daemons(daemons, tmp_path)
+        check_balance(counters["n0"])
+        flow = next(f for f in counters["n0"]["flows"] if f["flow"] == lab["n0"].ip)
+        assert flow["dropped_limit"] > 0 and flow["released"] > 0, flow
+        assert counters["n0"]["downstream"]["overhear_timeouts"] > 0
     finally:
         lab.down()
 
@@ -160,7 +186,8 @@ def test_backpressure_injects_about_what_a_chain_delivers(tmp_path):
     carries): per-flow fair queuing lets the source put far more on the air
     than arrives; backpressure with threshold 1 (overhearing, and the
     paper's oracle) injects about what is delivered, and delivers about as
-    much."""
+    much (measured: 0.83-0.96 of fq's deliveries; 0.7 leaves room for a
+    loaded machine)."""
     lab = start_lab(tmp_path, "tbpchain", 8)
     try:
         oracle = str(lab.run_dir / "bpd-oracle")
@@ -180,4 +207,4 @@ def test_backpressure_injects_about_what_a_chain_delivers(tmp_path):
         run = runs[name]
         assert run.injected < 0.75 * fq.injected, f"{name} injects nearly as much as fq: {run} vs {fq}"
         assert run.injected < 1.2 * run.delivered, f"{name} injects much more than it delivers: {run}"
-        assert run.delivered > 0.8 * fq.delivered, f"{name} delivers much less than fq: {run} vs {fq}"
+        assert run.delivered > 0.7 * fq.delivered, f"{name} delivers much less than fq: {run} vs {fq}"
