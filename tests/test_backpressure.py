@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from meshemu.lab import Lab, Node
+from meshemu.medium import find_program
 from meshemu.state import IptablesRule, record_iptables_rule
 
-BIN = Path(sys.executable).parent
-BPD = BIN / "bpd"
-UDP = BIN / "meshemu-udp"
+BPD = find_program("bpd")
+UDP = find_program("meshemu-udp")
 BEACON_PORT = 6710
 
 
