@@ -53,7 +53,11 @@ pub fn bring_up(nodes: &[NodeSpec], options: &Options, threads: usize) -> Result
     netns::prepare_netns_dir().map_err(lab_wide("preparing /run/netns"))?;
     let root = File::open("/proc/thread-self/ns/net").map_err(lab_wide("opening the root network namespace"))?;
     let mut creator = HwsimSocket::open().map_err(lab_wide("opening a MAC80211_HWSIM socket"))?;
-    for node in nodes {
+    let kind = match options.mode {
+        Mode::Ibss => "ibss",
+        Mode::Mesh => "mesh",
+    };
+    for (i, node) in nodes.iter().enumerate() {
         if node.netns.len() > WIPHY_NAME_MAX {
             return Err(fail(node, "naming the radio")(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -70,6 +74,10 @@ pub fn bring_up(nodes: &[NodeSpec], options: &Options, threads: usize) -> Result
             ],
         };
         creator.request(radio).map_err(fail(node, "creating the hwsim radio"))?;
+        // iw finds a radio by name in sysfs, which shows a radio only in the
+        // namespace it is in: its interface is made here, before it moves.
+        iw(&["phy", &node.netns, "interface", "add", &interim_name(i), "type", kind])
+            .map_err(fail(node, "adding the radio's interface"))?;
     }
 
     let next = AtomicUsize::new(0);
@@ -82,7 +90,7 @@ pub fn bring_up(nodes: &[NodeSpec], options: &Options, threads: usize) -> Result
                 while !failed.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(node) = nodes.get(i) else { break };
-                    match set_up_node(node, options, &root) {
+                    match set_up_node(i, node, options, &root) {
                         Ok(up) => done.lock().unwrap()[i] = Some(up),
                         Err(e) => {
                             failed.store(true, Ordering::Relaxed);
@@ -108,7 +116,7 @@ pub fn bring_up(nodes: &[NodeSpec], options: &Options, threads: usize) -> Result
 }
 
 /// Runs in a worker thread, which it moves between namespaces.
-fn set_up_node(node: &NodeSpec, options: &Options, root: &File) -> Result<(NetnsMount, u64), BringUpError> {
+fn set_up_node(i: usize, node: &NodeSpec, options: &Options, root: &File) -> Result<(NetnsMount, u64), BringUpError> {
     let fail = |step: &'static str| {
         move |source: io::Error| BringUpError { node: node.name.clone(), netns: node.netns.clone(), step, source }
     };
@@ -119,15 +127,12 @@ fn set_up_node(node: &NodeSpec, options: &Options, root: &File) -> Result<(Netns
 
     // The radio is still in the root namespace, where it was created.
     setns(root.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| fail("entering the root namespace")(e.into()))?;
-    let radio = node.netns.as_str();
-    iw(&["phy", radio, "set", "netns", "name", &node.netns]).map_err(fail("moving the radio into the namespace"))?;
+    iw(&["phy", &node.netns, "set", "netns", "name", &node.netns])
+        .map_err(fail("moving the radio into the namespace"))?;
     setns(own.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| fail("entering the namespace")(e.into()))?;
 
-    let kind = match options.mode {
-        Mode::Ibss => "ibss",
-        Mode::Mesh => "mesh",
-    };
-    iw(&["phy", radio, "interface", "add", TAP_NAME, "type", kind]).map_err(fail("adding the interface wlan0"))?;
+    run(&["ip", "link", "set", "dev", &interim_name(i), "name", TAP_NAME])
+        .map_err(fail("renaming the interface wlan0"))?;
     netns::set_interface_ipv4_sysctls(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
     let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
     let mut requests = vec![
@@ -151,11 +156,24 @@ fn set_up_node(node: &NodeSpec, options: &Options, root: &File) -> Result<(Netns
     Ok((mount, inode))
 }
 
-/// Runs `iw` with these arguments in the calling thread's namespace.
+/// The name node i's interface has in the root namespace, before it is
+/// `wlan0` in the node's (unique, at most 15 bytes).
+fn interim_name(i: usize) -> String {
+    format!("mhw{i}")
+}
+
 fn iw(args: &[&str]) -> io::Result<()> {
-    let output = Command::new("iw").args(args).stdin(Stdio::null()).output().map_err(|e| {
+    run(&[&["iw"], args].concat())
+}
+
+/// Runs a program (iw, ip) in the calling thread's network namespace.
+fn run(argv: &[&str]) -> io::Result<()> {
+    let output = Command::new(argv[0]).args(&argv[1..]).stdin(Stdio::null()).output().map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
-            io::Error::new(e.kind(), "iw not found: the hwsim backend needs it (Debian package iw)")
+            io::Error::new(
+                e.kind(),
+                format!("{} not found: the hwsim backend needs it (Debian packages iw, iproute2)", argv[0]),
+            )
         } else {
             e
         }
@@ -164,5 +182,5 @@ fn iw(args: &[&str]) -> io::Result<()> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    Err(io::Error::other(format!("iw {}: {}", args.join(" "), stderr.trim())))
+    Err(io::Error::other(format!("{}: {}", argv.join(" "), stderr.trim())))
 }
