@@ -483,6 +483,33 @@ RoutingSpec = Annotated[
 ]
 
 
+# --- backend -----------------------------------------------------------------------
+
+class TapBackend(StrictModel):
+    kind: Literal["tap"]
+
+
+class HwsimBackend(StrictModel):
+    """mac80211_hwsim radios in the nodes (emulator/README.md section 7)."""
+
+    kind: Literal["hwsim"]
+    mode: Literal["ibss", "mesh"] = "ibss"
+    ssid: Annotated[str, Field(min_length=1, max_length=32)] = "meshemu"  # or the mesh ID
+    frequency: Frequency = 2.412e9  # the radios' channel; the model's radio.frequency is what propagates
+    vm: bool = False  # the lab only runs inside `meshemu vm`
+
+
+def _backend_shorthand(value: Any) -> Any:
+    return {"kind": value} if isinstance(value, str) else value
+
+
+Backend = Annotated[
+    Union[TapBackend, HwsimBackend],
+    Field(discriminator="kind"),
+    BeforeValidator(_backend_shorthand),
+]
+
+
 class TopologySpec(StrictModel):
     name: LabName | None = None
     profile: ProfileName = "ns2-wavelan"
@@ -497,3 +524,4 @@ class TopologySpec(StrictModel):
     nodes: dict[NodeName, NodeSpec | None] | None = None
     links: list[LinkSpec] | None = None
     mobility: LabMobility | None = None
+    backend: Backend = TapBackend(kind="tap")

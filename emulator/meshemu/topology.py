@@ -21,7 +21,7 @@ from .routing import RoutingChoice, choice_of
 from .errors import ConfigError, Problem
 from .ns2trace import TraceNode, load_trace
 from .schema import (
-    ChainGenerator, GridGenerator, LogDistance, NodeSpec, Ns2TraceMobility, RandomGenerator,
+    ChainGenerator, GridGenerator, HwsimBackend, LogDistance, NodeSpec, Ns2TraceMobility, RandomGenerator,
     RandomWaypointMobility, Radio, SetdestMobility, Shadowing, StarGenerator, StaticMobility, StrictModel,
     StripGenerator, TdmaMac, TopologySpec, WaypointsMobility,
 )
@@ -59,6 +59,8 @@ class Topology:
     nodes: tuple[TopologyNode, ...]
     medium: dict[str, Any]
     routing_choice: RoutingChoice = RoutingChoice("static")
+    # {"kind": "tap"} or {"kind": "hwsim", "mode", "ssid", "frequency_mhz", "vm"} (see hwsim.py)
+    backend: dict[str, Any] = field(default_factory=lambda: {"kind": "tap"})
 
     def node(self, name: str) -> TopologyNode:
         for node in self.nodes:
@@ -193,7 +195,19 @@ class _Resolver:
             for index, node in enumerate(planned)
         )
         choice = choice_of(self.spec.routing)
-        return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice)
+        return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice,
+                        self._backend())
+
+    def _backend(self) -> dict[str, Any]:
+        backend = self.spec.backend
+        if not isinstance(backend, HwsimBackend):
+            return {"kind": "tap"}
+        if backend.frequency % 1e6 != 0:
+            self.problem(self.at("backend", "frequency"), f"the channel frequency must be whole MHz, got "
+                         f"{backend.frequency / 1e6} MHz")
+            self.check()
+        return {"kind": "hwsim", "mode": backend.mode, "ssid": backend.ssid,
+                "frequency_mhz": round(backend.frequency / 1e6), "vm": backend.vm}
 
     # --- profile and radio ---
 
