@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import medium, procs, routing
+from . import hwsim, medium, procs, routing
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
@@ -153,6 +153,7 @@ class Lab:
         source = Path(topology.source)
         self._setup(lab_name, str(source.resolve()) if source.is_file() else None,
                     topology.lab_config(lab_name, run_dir_of(lab_name)))
+        self.backend = topology.backend
         self.routing = topology.routing_choice  # the daemons `up` starts (routing.py)
 
     def _setup(self, name: str, source: str | None, config: dict[str, Any]) -> None:
@@ -163,6 +164,7 @@ class Lab:
         self.ready: dict[str, Any] | None = None  # the medium's ready line
         self._medium: subprocess.Popen[bytes] | None = None
         self._spawned: list[Process] = []  # to reap them at down
+        self.backend: dict[str, Any] = {"kind": "tap"}  # the topology's backend (hwsim.py)
         self.nodes: dict[str, Node] = {}
         for index, (entry, node) in enumerate(zip(config["nodes"], config["medium"]["nodes"])):
             self.nodes[node["name"]] = Node(self, index, node["name"], entry["ipv4"], entry["netns"],
@@ -231,6 +233,8 @@ class Lab:
         if os.geteuid() != 0:
             raise LabError("a lab needs root (it creates network namespaces): run as root")
         program = medium.find_program()
+        if self.backend["kind"] == "hwsim":
+            hwsim.check_kernel(self.backend)
         namespaces = [entry["netns"] for entry in self.config["nodes"]]
         self._check_free(namespaces)
         state = LabState(self.name, str(self.run_dir), topology=self.source, namespaces=namespaces)
@@ -252,6 +256,8 @@ class Lab:
             (self.run_dir / LAB_FILE).write_text(json.dumps(self.config, indent=1))
             self._start_medium(program)
             self.ready = self._wait_ready(timeout if timeout is not None else 20.0 + 0.05 * len(self.nodes))
+            if self.backend["kind"] == "hwsim":
+                hwsim.wait_joined(self, self.backend["mode"], timeout if timeout is not None else 30.0 + 0.5 * len(self))
             with updating(self.run_dir) as current:
                 for namespace in namespaces:
                     inode = procs.netns_inode(NETNS_DIR / namespace)
@@ -294,7 +300,10 @@ class Lab:
             (directory / "hosts").write_text(content)
 
     def _start_medium(self, program: Path) -> None:
-        argv = [str(program), "tap", "--config", str(self.run_dir / LAB_FILE)]
+        if self.backend["kind"] == "hwsim":
+            argv = hwsim.medium_argv(program, self.run_dir / LAB_FILE, self.backend)
+        else:
+            argv = [str(program), "tap", "--config", str(self.run_dir / LAB_FILE)]
         with open(self.run_dir / MEDIUM_OUT, "wb") as out, open(self.run_dir / MEDIUM_ERR, "wb") as err:
             # A session of its own: the lab outlives the command that started it.
             self._medium = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
