@@ -1,0 +1,111 @@
+"""The hwsim backend with the kernel's own 802.11 stack. These tests need a
+kernel with mac80211_hwsim: they run inside the VM (tests/test_vm.py starts
+them there with `meshemu vm -- python -m pytest tests/test_hwsim.py`) and
+skip elsewhere, except the one that checks the error a kernel without it gives.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from meshemu import Lab, LabError, load_topology
+from meshemu import hwsim
+
+from conftest import namespaces
+
+pytestmark = pytest.mark.root
+
+CHAIN3 = """\
+name: {name}
+backend: {{kind: hwsim, mode: ibss, ssid: meshemu-ci, frequency: 2412MHz}}
+generate: {{kind: chain, n: 3, spacing: 200m}}
+"""
+
+
+def hwsim_possible() -> bool:
+    if Path("/sys/module/mac80211_hwsim").is_dir():
+        return True
+    return subprocess.run(["modprobe", "-n", "mac80211_hwsim"], capture_output=True).returncode == 0
+
+
+needs_hwsim = pytest.mark.skipif(not hwsim_possible(), reason="no mac80211_hwsim here (runs in the VM: test_vm.py)")
+
+
+def chain(write, name: str) -> Path:
+    return write(f"{name}.yaml", CHAIN3.format(name=name))
+
+
+@pytest.mark.skipif(hwsim_possible(), reason="this kernel has mac80211_hwsim")
+def test_a_kernel_without_hwsim_is_a_clear_error_pointing_to_the_vm(write):
+    lab = Lab.from_file(chain(write, "hwnone"))
+    before = namespaces()
+    with pytest.raises(LabError, match=r"no mac80211_hwsim .*meshemu vm --"):
+        lab.up()
+    assert namespaces() == before
+
+
+@needs_hwsim
+def test_ibss_chain_joins_pings_over_two_hops_and_carries_vegas(write, tmp_path):
+    subprocess.run(["modprobe", "tcp_vegas"], check=True)
+    with Lab.from_file(chain(write, "hwci")) as lab:
+        # Every radio joined the IBSS before up() returned.
+        for node in lab:
+            link = node.run(["iw", "dev", "wlan0", "link"], check=True).stdout
+            assert "Joined IBSS 02:6d:65:73:68:00" in link, link
+        capture = tmp_path / "air.pcap"
+        lab.capture(capture)
+        ping = lab["n0"].run(["ping", "-c", "3", "-i", "0.5", "-W", "10", "n2"], timeout=60)
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+        assert "3 received" in ping.stdout
+        route = lab["n0"].run(["ip", "route", "get", "10.0.0.3"], check=True).stdout
+        assert "via 10.0.0.2" in route, "two hops over the static route"
+
+        server = lab["n2"].spawn(["iperf3", "-s", "-1", "-J"], stdout=subprocess.PIPE)
+        time.sleep(1.0)
+        client = lab["n0"].run(["iperf3", "-c", "10.0.0.3", "-t", "4", "-C", "vegas", "-J"], timeout=120)
+        assert client.returncode == 0, client.stderr
+        report = json.loads(client.stdout)
+        assert report["end"]["sender_tcp_congestion"] == "vegas"
+        received = report["end"]["sum_received"]["bytes"]
+        assert received > 50_000, f"only {received} bytes over two 2 Mbit/s hops"
+        server.wait(timeout=30)
+        lab.capture(None, run=False)
+
+        stats = lab.stats()
+        relay = stats["n1"]
+        # The relay forwarded the flow: the model's DCF counted RTS/CTS, data, ACKs.
+        assert relay["tx_data_frames"] > 20 and relay["acks_sent"] > 20 and relay["cts_sent"] > 20
+        assert stats["n0"]["rts_attempts"] >= stats["n0"]["tx_data_frames"] > 20
+        assert stats["n0"]["tx_broadcast_frames"] > 0, "beacons and ARP go through the model too"
+
+    frames = subprocess.run(["tshark", "-r", str(capture), "-T", "fields", "-e", "wlan.fc.type_subtype"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    kinds = {int(value, 0) for value in frames}
+    assert 0x0008 in kinds, "beacons from mac80211"
+    assert {0x0020, 0x0028} & kinds, "data frames"
+    assert 0x001d in kinds and 0x001b in kinds, "ACKs and RTS of the model"
+    assert not [ns for ns in namespaces() if ns.startswith("hwci-")]
+    assert subprocess.run(["iw", "dev"], capture_output=True, text=True).stdout.strip() == "", "radios destroyed"
+
+
+@needs_hwsim
+def test_a_second_medium_cannot_register(write):
+    with Lab.from_file(chain(write, "hwone")):
+        second = Lab.from_file(chain(write, "hwtwo"))
+        with pytest.raises(LabError, match="refused the registration"):
+            second.up()
+        assert not [ns for ns in namespaces() if ns.startswith("hwtwo-")]
+
+
+def test_backend_vm_outside_the_vm_says_how_to_run_it(write):
+    if hwsim.in_vm():
+        pytest.skip("inside the VM")
+    path = write("hwvm.yaml", CHAIN3.format(name="hwvm").replace("frequency: 2412MHz", "vm: true"))
+    assert load_topology(path).backend["vm"] is True
+    with pytest.raises(LabError, match=r"backend.vm: true.*meshemu vm --"):
+        Lab.from_file(path).up()

@@ -1,0 +1,107 @@
+"""The VM mode (`meshemu vm`): failure paths without booting, Ctrl-C
+cleanup, and the CI run of the hwsim tests inside the VM (software emulation
+here: about 3 minutes)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from meshemu import vm
+
+from conftest import REPO
+
+VM_READY = (vm.CACHE_DIR / "kernel" / "current").is_dir() and vm.shutil.which(vm.QEMU_PROGRAM) is not None
+needs_vm = pytest.mark.skipif(not VM_READY, reason="no VM kernel cache or QEMU: run ./setup.sh")
+
+
+def test_no_kernel_package_is_a_clear_error(tmp_path):
+    with pytest.raises(vm.VmError, match=r"no kernel package in .*run ./setup.sh.*linux-image-amd64"):
+        vm.run(["true"], cache=tmp_path)
+
+
+@needs_vm
+def test_no_qemu_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(vm.VmError, match=r"qemu-system-x86_64 not found .*qemu-system-x86"):
+        vm.run(["true"])
+
+
+def test_no_command_and_bad_shared_directories_are_refused(tmp_path, capsys):
+    assert vm.main([]) == 1
+    assert "give the command to run in the VM after --" in capsys.readouterr().err
+    odd = tmp_path / "a,b"
+    odd.mkdir()
+    with pytest.raises(vm.VmError, match=r"--rw .*a,b: a directory shared with the VM cannot contain"):
+        vm._check_shared_dir(odd)
+    with pytest.raises(vm.VmError, match="not a directory"):
+        vm._check_shared_dir(tmp_path / "missing")
+
+
+def test_kvm_that_failed_before_is_skipped_with_the_reason(tmp_path):
+    qemu = tmp_path / "qemu"
+    qemu.write_text("")
+    kernel = vm.Kernel("6.1.0-test", tmp_path / "vmlinuz")
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        assert vm.kvm_plan(qemu, kernel, tmp_path)[0] == ["tcg"]
+        return
+    assert vm.kvm_plan(qemu, kernel, tmp_path) == (["kvm", "tcg"], None)
+    vm._remember_kvm_failure(qemu, kernel, "failed to set MSR", tmp_path)
+    accels, why = vm.kvm_plan(qemu, kernel, tmp_path)
+    assert accels == ["tcg"] and "failed to set MSR" in why
+    qemu.write_text("another build")  # a different QEMU is tried again
+    assert vm.kvm_plan(qemu, kernel, tmp_path)[0] == ["kvm", "tcg"]
+
+
+def children(pid: int) -> set[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return set()
+    return {int(child) for child in text.split()}
+
+
+@needs_vm
+def test_sigterm_and_ctrl_c_stop_the_vm(tmp_path):
+    for signum, status in ((signal.SIGINT, 130), (signal.SIGTERM, 128 + signal.SIGTERM)):
+        process = subprocess.Popen([sys.executable, "-m", "meshemu.vm", "--", "sleep", "600"], cwd=tmp_path,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            qemu = None
+            deadline = time.monotonic() + 60
+            while qemu is None and time.monotonic() < deadline:
+                qemu = next((c for c in children(process.pid)
+                             if b"qemu" in Path(f"/proc/{c}/cmdline").read_bytes()), None)
+                time.sleep(0.1)
+            assert qemu is not None, "QEMU did not start"
+            time.sleep(1.0)
+            process.send_signal(signum)
+            assert process.wait(timeout=20) == status
+            assert not Path(f"/proc/{qemu}").exists() or b"qemu" not in Path(f"/proc/{qemu}/cmdline").read_bytes()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert "the VM is stopped" in process.stderr.read().decode()
+
+
+@needs_vm
+@pytest.mark.slow
+def test_hwsim_tests_pass_inside_the_vm():
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "meshemu.vm", "--", sys.executable, "-m", "pytest", "-q",
+                             "-p", "no:cacheprovider", "tests/test_hwsim.py"], cwd=REPO, capture_output=True,
+                            text=True, timeout=1200)
+    elapsed = time.monotonic() - started
+    print(result.stdout[-3000:], result.stderr[-3000:], f"{elapsed:.0f} s in all", sep="\n")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = re.search(r"(\d+) passed", result.stdout)
+    assert summary and int(summary.group(1)) >= 2 and " failed" not in result.stdout
+    assert re.search(r"booting Debian's kernel \S+ under (KVM|TCG)", result.stderr)
