@@ -79,3 +79,58 @@ def wait_joined(lab: "Lab", mode: str, timeout: float) -> None:
             raise LabError(f"hwsim radios of {', '.join(waiting[:5])} did not join the {mode} cell within "
                            f"{timeout:.0f} s")
         time.sleep(0.2)
+
+
+# --- backend agreement benchmark ----------------------------------------------------
+
+AGREEMENT_TOPOLOGY = """\
+name: {name}
+profile: ns2-wavelan
+backend: {backend}
+generate: {{kind: chain, n: {n}, spacing: 200m}}
+"""
+
+
+def _udp_saturation_bps(lab: "Lab", hops: int, seconds: int) -> float:
+    """iperf3 UDP at 2 Mbit/s offered (above what the chain carries) from n0
+    to n<hops>; the receiver's throughput."""
+    import json
+
+    server = lab[f"n{hops}"].spawn(["iperf3", "-s", "-1", "-J"], stdout=subprocess.PIPE)
+    time.sleep(1.0)
+    lab["n0"].run(["iperf3", "-c", lab[f"n{hops}"].ip, "-u", "-b", "2M", "-l", "1460", "-t", str(seconds)],
+                  timeout=seconds + 60, check=True)
+    out, _ = server._popen.communicate(timeout=60)
+    report = json.loads(out)
+    return float(report["end"]["sum"]["bits_per_second"])
+
+
+def agreement(hops_list: tuple[int, ...] = (1, 2, 3, 4), seconds: int = 10, runs: int = 3) -> None:
+    """Prints UDP saturation throughput per chain length, TAP against hwsim
+    (min / median / max of `runs`), on this host (run it inside the VM)."""
+    import statistics
+    import tempfile
+
+    from .lab import Lab
+    from .topology import load_topology
+
+    print(f"UDP saturation, ns2-wavelan chain, {seconds} s per run, {runs} runs (kbit/s min/median/max)")
+    print(f"{'hops':>4} | {'tap':>22} | {'hwsim':>22} | hwsim/tap")
+    with tempfile.TemporaryDirectory() as directory:
+        for hops in hops_list:
+            figures = {}
+            for backend in ("tap", "hwsim"):
+                values = []
+                for run in range(runs):
+                    path = Path(directory, f"{backend}{hops}{run}.yaml")
+                    path.write_text(AGREEMENT_TOPOLOGY.format(name=f"agree-{backend}", backend=backend, n=hops + 1))
+                    with Lab(load_topology(path)) as lab:
+                        values.append(_udp_saturation_bps(lab, hops, seconds) / 1e3)
+                figures[backend] = values
+            cells = {b: f"{min(v):6.0f} {statistics.median(v):6.0f} {max(v):6.0f}" for b, v in figures.items()}
+            ratio = statistics.median(figures["hwsim"]) / statistics.median(figures["tap"])
+            print(f"{hops:>4} | {cells['tap']:>22} | {cells['hwsim']:>22} | {ratio:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    agreement()
