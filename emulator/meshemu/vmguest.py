@@ -41,6 +41,13 @@ def link_modules(modules: str) -> None:
         target.symlink_to(modules)
 
 
+def load_tun() -> None:
+    """The TAP backend needs /dev/net/tun; Debian builds tun as a module and
+    nothing loads it on demand here (no udev)."""
+    if not Path("/dev/net/tun").exists():
+        subprocess.run(["modprobe", "tun"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+
+
 def main(request_path: Path) -> int:
     exchange = request_path.parent
     request = json.loads(request_path.read_text())
@@ -51,6 +58,7 @@ def main(request_path: Path) -> int:
         streams.append(open(port, "wb", buffering=0) if port is not None else fallback.buffer)
     try:
         link_modules(request["modules"])
+        load_tun()
         completed = subprocess.run(request["argv"], cwd=request["cwd"], env=request["env"],
                                    stdin=subprocess.DEVNULL, stdout=streams[0], stderr=streams[1], check=False)
         # Killed by a signal: the shell's convention.
