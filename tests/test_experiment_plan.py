@@ -25,11 +25,11 @@ def plan(write, text: str, **kwargs):
         _plan(write("exp.yaml", text), **kwargs)
 
 
-def _plan(path, overrides=()):
+def _plan(path, overrides=(), scale=None):
     from meshemu.experiment.plan import plan_experiment
     from meshemu.source import load_yaml
 
-    return plan_experiment(load_yaml(path), overrides=list(overrides), links=LINKS, available_cc=CC)
+    return plan_experiment(load_yaml(path), overrides=list(overrides), scale=scale, links=LINKS, available_cc=CC)
 
 
 def problems(write, text: str) -> list[str]:
@@ -172,3 +172,35 @@ def test_overrides_apply_before_validation(write):
     with pytest.raises(ConfigError) as caught:
         _plan(path, overrides=["duration=soon"])
     assert "--set duration" in str(caught.value)
+
+
+SCALED = CHAIN + """\
+traffic:
+  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B}
+seeds: [1]
+scales:
+  full: {seeds: [1, 2, 3], duration: 900s}
+  broken: {traffic.0.dst: n99}
+"""
+
+
+def test_a_scale_applies_its_values_before_overrides_and_is_not_part_of_the_run(write):
+    path = write("exp.yaml", SCALED)
+    default = _plan(path)
+    assert [run.seed for run in default.runs] == [1] and default.runs[0].duration_ns == 20_000_000_000
+    full = _plan(path, scale="full", overrides=["duration=600s"])
+    assert [run.seed for run in full.runs] == [1, 2, 3]
+    assert {run.duration_ns for run in full.runs} == {600_000_000_000}
+    # A scale changes the run ids only through what it changes.
+    assert full.runs[0].run_id != default.runs[0].run_id
+    assert _plan(path, scale="full", overrides=["duration=20s"]).runs[0].run_id == default.runs[0].run_id
+
+
+def test_a_bad_scale_is_an_error_at_its_line_and_an_unknown_one_lists_the_known(write):
+    path = write("exp.yaml", SCALED)
+    with pytest.raises(ConfigError) as caught:
+        _plan(path, scale="broken")
+    assert "exp.yaml:10:" in str(caught.value) and "n99" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        _plan(path, scale="paper")
+    assert "no scale 'paper'" in str(caught.value) and "broken, full" in str(caught.value)

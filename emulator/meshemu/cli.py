@@ -156,6 +156,8 @@ def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
                      help="only the runs with this swept value (or seed=N); repeatable, all must match")
     sub.add_argument("--set", action="append", default=[], dest="overrides", metavar="PATH=VALUE",
                      help="override a value of the file (dotted path, YAML value), e.g. --set duration=20s")
+    sub.add_argument("--scale", metavar="NAME",
+                     help="apply the file's scales.NAME (e.g. full: the paper's whole design) before any --set")
     sub.add_argument("--out", metavar="DIR", help="results directory (default: results/<experiment name>)")
     sub.add_argument("--dry-run", action="store_true", help="list the runs and their ids; run nothing")
 
@@ -377,11 +379,19 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _runs(runs: list[Any]) -> str:
+    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+
+
 def _validate_one(name: str) -> str:
     document = load_yaml(name)
     if experiment_plan.is_experiment_file(document):
-        runs = experiment_plan.plan_experiment(document).runs
-        return f"experiment file, {len(runs)} run{'s' if len(runs) != 1 else ''}"
+        scales = document.data.get("scales")
+        counts = [_runs(experiment_plan.plan_experiment(document).runs)]
+        # Every scale must give a valid plan too: `--scale full` must not fail hours later.
+        for scale in scales if isinstance(scales, dict) else {}:
+            counts.append(f"scale {scale}: {_runs(experiment_plan.load_experiment(name, scale=scale).runs)}")
+        return "experiment file, " + "; ".join(counts)
     if simfile.is_sim_file(document):
         plan = simfile.plan_sim(document)
         return f"sim file, {len(plan.runs)} run{'s' if len(plan.runs) != 1 else ''}"
@@ -489,7 +499,7 @@ def _sim_table(plan: SimPlan, results: list[SimResult]) -> Table:
 # --- experiments --------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    plan = experiment_plan.load_experiment(args.file, overrides=args.overrides)
+    plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, scale=args.scale)
     return _run_plan(plan, args)
 
 
@@ -541,7 +551,7 @@ def _report(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .experiment import demo
 
-    plan = experiment_plan.load_experiment(demo.demo_file(), overrides=args.overrides)
+    plan = experiment_plan.load_experiment(demo.demo_file(), overrides=args.overrides, scale=args.scale)
     if args.out is None:  # every demo anew, unless asked to resume one
         args.out = str(Path("results") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
     status = _run_plan(plan, args)

@@ -113,15 +113,17 @@ def is_experiment_file(document: Document) -> bool:
     return isinstance(document.data, dict) and "traffic" in document.data
 
 
-def load_experiment(path: str | Path, *, overrides: list[str] = (), links: LinksFunction = medium.links) -> Plan:
-    return plan_experiment(load_yaml(path), overrides=overrides, links=links)
+def load_experiment(path: str | Path, *, overrides: list[str] = (), scale: str | None = None,
+                    links: LinksFunction = medium.links) -> Plan:
+    return plan_experiment(load_yaml(path), overrides=overrides, scale=scale, links=links)
 
 
-def plan_experiment(document: Document, *, overrides: list[str] = (), links: LinksFunction = medium.links,
-                    available_cc: list[str] | None = None) -> Plan:
+def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str | None = None,
+                    links: LinksFunction = medium.links, available_cc: list[str] | None = None) -> Plan:
     """Every run of the file, validated; all problems at once."""
     if not isinstance(document.data, dict):
         raise document.error((), "expected a mapping (an experiment file)")
+    _apply_scale(document, scale)
     _apply_overrides(document, overrides)
     inline_topology_file(document)
     cc = available_cc if available_cc is not None else kernel_congestion_controls()
@@ -140,6 +142,26 @@ def plan_experiment(document: Document, *, overrides: list[str] = (), links: Lin
     description = document.data.get("description")
     return Plan(document.file, Path(document.file).stem, description if isinstance(description, str) else None,
                 sweep_paths(document), runs)
+
+
+def _apply_scale(document: Document, scale: str | None) -> None:
+    """`--scale NAME`: the file's `scales: {NAME: {PATH: VALUE, ...}}` put
+    at their dotted paths, before any --set. A study's default is what
+    finishes here in reasonable time; a scale such as `full` is the paper's
+    design. The `scales` mapping itself is not part of a run's configuration."""
+    scales = document.data.pop("scales", None)
+    if scales is not None and not (isinstance(scales, dict)
+                                   and all(isinstance(values, dict) for values in scales.values())):
+        raise document.error(("scales",), "expected a mapping of scale names to {PATH: VALUE} mappings")
+    if scale is None:
+        return
+    scales = scales or {}
+    if scale not in scales:
+        known = ", ".join(sorted(scales)) or "none"
+        raise ConfigError([Problem("--scale", 0, 0, "", f"{document.file} has no scale {scale!r} (its scales: {known})")])
+    for path_text, value in scales[scale].items():
+        path = tuple(int(part) if part.isdigit() else part for part in str(path_text).split("."))
+        document.replace(path, value, document.mark(("scales", scale, path_text))[0])
 
 
 def _apply_overrides(document: Document, overrides: list[str]) -> None:
