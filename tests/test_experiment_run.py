@@ -174,7 +174,8 @@ sweep:
 def test_real_time_udp_saturation_matches_the_sim_driver_within_10_percent(write, tmp_path):
     """Issue 3, item 3: iperf3 -u -l 1460 (1488-byte IP packets) at 2 Mbit/s
     offered, over 1, 3 and 7 hops of chain7 (ns2-wavelan), against the sim
-    driver with the same medium, seed, packet size and offered load."""
+    driver's mean over 5 seeds with the same medium, packet size and offered
+    load (one sim seed alone ranges 0.28-0.33 Mbit/s at 7 hops)."""
     experiment = write("fidelity.yaml", FIDELITY.format(chain=REPO / "topologies" / "chain7.yaml"))
     out = tmp_path / "results"
     result = meshemu("run", str(experiment), "--out", str(out))
@@ -184,9 +185,11 @@ def test_real_time_udp_saturation_matches_the_sim_driver_within_10_percent(write
     ratios = {}
     for record in records:
         [flow] = record["metrics"]["flows"]
-        ratios[flow["hops"]] = (flow["goodput_bps"], flow["sim_goodput_bps"], flow["sim_ratio"],
-                                record["lateness"]["p99_ns"])
+        assert len(flow["sim_seeds"]) == 5
+        ratios[flow["hops"]] = (flow["goodput_bps"], flow["sim_goodput_bps"], flow["sim_goodput_min_bps"],
+                                flow["sim_goodput_max_bps"], flow["sim_ratio"], record["lateness"]["p99_ns"])
     print(json.dumps(ratios))
     assert set(ratios) == {1, 3, 7}
-    for hops, (lab, sim, ratio, _) in ratios.items():
-        assert 0.9 <= ratio <= 1.1, f"{hops} hops: lab {lab / 1e6:.3f} vs sim {sim / 1e6:.3f} Mbit/s"
+    for hops, (lab, sim, low, high, ratio, _) in ratios.items():
+        assert 0.9 <= ratio <= 1.1, (f"{hops} hops: lab {lab / 1e6:.3f} vs sim mean {sim / 1e6:.3f} "
+                                     f"(seeds {low / 1e6:.3f}..{high / 1e6:.3f}) Mbit/s")

@@ -15,6 +15,7 @@ import importlib
 import json
 import math
 import shutil
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -460,37 +461,38 @@ class Execution:
 
     def _add_sim_reference(self, flows: list[dict[str, Any]]) -> None:
         """The same UDP flows through the sim driver (virtual time, same
-        medium and seed): constant bit rate at the same IP packet size and
-        offered load. Its goodput is set beside the lab's."""
+        medium): constant bit rate at the same IP packet size and offered
+        load, with the run's seed and the `sim_seeds - 1` after it. One lab
+        run is one sample of a random process, so it is set beside the sim's
+        mean over seeds (and their range), not beside one sim sample."""
         run = self.run
         names = [node.name for node in run.topology.nodes]
+        udp_flows = [flow for flow in run.flows if flow.kind == "udp"]
+        if not udp_flows:
+            return
         sim_flows = []
-        for flow in run.flows:
-            if flow.kind != "udp":
-                continue
-            packet = flow.options["packet"]
-            ip_bytes = packet + 28
+        for flow in udp_flows:
+            ip_bytes = flow.options["packet"] + 28
             sim_flows.append({"name": flow.name, "src": names.index(flow.src), "dst": names.index(flow.dst),
                               "packet_bytes": ip_bytes,
-                              "traffic": {"kind": "cbr", "rate_bps": math.ceil(flow.options["rate_bps"] * ip_bytes / packet)},
+                              "traffic": {"kind": "cbr", "rate_bps": math.ceil(flow.options["rate_bps"] * ip_bytes / flow.options["packet"])},
                               "start_ns": flow.start_ns, "stop_ns": flow.stop_ns})
-        if not sim_flows:
-            return
-        output = medium.sim({"medium": run.topology.medium, "duration_ns": run.duration_ns,
-                             "warmup_ns": run.warmup_ns, "routing": run.topology.routing, "flows": sim_flows,
-                             "trace": False})
-        (self.dir / "sim.json").write_text(json.dumps(output))
-        by_name = output["flows"] if isinstance(output["flows"], dict) else {
-            sim["name"]: result for sim, result in zip(sim_flows, output["flows"])}
-        for flow, sim in zip([f for f in run.flows if f.kind == "udp"], sim_flows):
+        seeds = [run.topology.medium["seed"] + k for k in range(run.measure["sim_seeds"])]
+        outputs = [medium.sim({"medium": {**run.topology.medium, "seed": seed}, "duration_ns": run.duration_ns,
+                               "warmup_ns": run.warmup_ns, "routing": run.topology.routing, "flows": sim_flows,
+                               "trace": False})
+                   for seed in seeds]
+        (self.dir / "sim.json").write_text(json.dumps({"seeds": seeds, "outputs": outputs}))
+        # The sim counts IP bytes delivered over [warmup, duration]; the lab UDP payload over the flow's window.
+        measured_s = (run.duration_ns - run.warmup_ns) / NS
+        for index, (flow, sim) in enumerate(zip(udp_flows, sim_flows)):
             record = next(row for row in flows if row["name"] == flow.name)
-            packet = flow.options["packet"]
-            sim_result = by_name[flow.name]
-            # The sim counts IP bytes delivered over [warmup, duration]; the lab UDP payload over the flow's window.
-            measured_s = (run.duration_ns - run.warmup_ns) / NS
-            sim_goodput = sim_result["throughput_bps"] * packet / sim["packet_bytes"] * measured_s / record["window_s"]
-            record["sim_goodput_bps"] = sim_goodput
-            record["sim_ratio"] = record["goodput_bps"] / sim_goodput if sim_goodput else None
+            scale = flow.options["packet"] / sim["packet_bytes"] * measured_s / record["window_s"]
+            goodputs = [output["flows"][index]["throughput_bps"] * scale for output in outputs]
+            mean = statistics.fmean(goodputs)
+            record.update({"sim_seeds": seeds, "sim_goodput_bps": mean, "sim_goodput_min_bps": min(goodputs),
+                           "sim_goodput_max_bps": max(goodputs),
+                           "sim_ratio": record["goodput_bps"] / mean if mean else None})
 
 
 def _counters(nodes: dict[str, Any]) -> dict[str, Any]:

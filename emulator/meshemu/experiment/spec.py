@@ -140,6 +140,7 @@ class Measure(StrictModel):
     stats_interval: PositiveDuration | None = None  # radio counters over time (besides warm-up and end)
     capture: bool = False  # tcpdump -s 96 on every TCP sender's wlan0: data/ACK events
     sim_reference: bool = False  # also run the UDP flows through the sim driver
+    sim_seeds: Annotated[int, Field(ge=1, le=100)] = 5  # the sim reference's seeds: the run's seed and the next ones
     drain: Duration = 2_000_000_000  # receivers listen this long after the run for packets in flight
 
 
