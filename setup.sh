@@ -24,6 +24,7 @@ debian_packages=(
     procps          # sysctl, ps
     tcpdump         # per-node captures
     tshark          # reads the air captures in tests
+    babeld          # a third-party routing daemon run unmodified (routing: babeld)
     python3-venv    # the project's virtualenv
     python3-dev
     build-essential

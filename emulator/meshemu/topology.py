@@ -34,8 +34,8 @@ PHY_RATES_BPS = {
     "dsss": {1_000_000, 2_000_000, 5_500_000, 11_000_000},
     "ofdm": {6_000_000, 9_000_000, 12_000_000, 18_000_000, 24_000_000, 36_000_000, 48_000_000, 54_000_000},
 }
-# Routing control traffic the medium queues first (AODV, OLSR, babel).
-PRIORITY_UDP_PORTS = [654, 698, 6696]
+# Control traffic the medium queues first (AODV, OLSR, babel, bpd beacons).
+PRIORITY_UDP_PORTS = [654, 698, 6696, 6710]
 LAB_MTU = 1500
 
 
