@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import medium, procs, simfile, units
+from . import hwsim, medium, procs, simfile, units, vm
 from .errors import ConfigError, LabError, MeshemuError
 from .experiment import plan as experiment_plan
 from .lab import Lab
@@ -37,15 +37,16 @@ MAX_FLOW_COLUMNS = 6
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     argv = sys.argv[1:] if argv is None else argv
-    # Everything after the first "--" is the command of `exec`, options included.
+    # Everything after the first "--" is the command of `exec` or `vm`, options included.
     command = argv[argv.index("--") + 1:] if "--" in argv else None
     args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    args.command_line = argv
     if command is not None:
-        if args.handler is not _exec:
-            parser.error("only exec takes a command after --")
+        if args.handler not in (_exec, _vm):
+            parser.error("only exec and vm take a command after --")
         args.argv += command
     try:
         return args.handler(args) or 0
@@ -126,6 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = command("run", _run, "run an experiment file in labs: every sweep point and seed, one record per run")
     sub.add_argument("file", metavar="EXPERIMENT")
     _run_options(sub)
+
+    sub = command("vm", _vm, "run a command in a VM with Debian's stock kernel (mac80211_hwsim, every TCP "
+                             "congestion control): meshemu vm -- meshemu run exp.yaml")
+    vm.add_arguments(sub)
+    sub.set_defaults(argv=[])
 
     sub = command("report", _report, "tables with 90%% confidence intervals, paired t-tests and plots of a "
                                       "results directory")
@@ -496,10 +502,27 @@ def _sim_table(plan: SimPlan, results: list[SimResult]) -> Table:
     return table
 
 
+# --- the VM mode ----------------------------------------------------------------------------
+
+def _vm(args: argparse.Namespace) -> int:
+    command = args.argv
+    # The guest's PATH is the caller's, which may not hold the venv: run our own program by its interpreter.
+    if command[:1] == ["meshemu"]:
+        command = [sys.executable, "-m", "meshemu", *command[1:]]
+    return _vm_run(command, args.memory, args.cpus, args.rw)
+
+
+def _vm_run(command: list[str], memory: str, cpus: int | None, writable: list[str]) -> int:
+    return vm.run(command, shared=[Path(d) for d in writable], memory=memory, cpus=cpus)
+
+
 # --- experiments --------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
     plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, scale=args.scale)
+    if not args.dry_run and not hwsim.in_vm() and any(run.topology.backend.get("vm") for run in plan.runs):
+        out.print("The experiment's topology asks for the VM (backend.vm: true): running it there.")
+        return _vm_run([sys.executable, "-m", "meshemu", *args.command_line], vm.DEFAULT_MEMORY, None, [])
     return _run_plan(plan, args)
 
 
