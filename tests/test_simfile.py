@@ -195,3 +195,13 @@ def test_a_sweep_into_a_list_element(write):
                                     "flows: [{src: n0, dst: n1, traffic: cbr, rate: 1Mbps, packet: 1000B}]\n"
                                     "sweep: {flows.0.rate: [1Mbps, 2Mbps]}\n"))
     assert [run.scenario["flows"][0]["traffic"]["rate_bps"] for run in plan.runs] == [1_000_000, 2_000_000]
+
+
+@pytest.mark.parametrize("routing", ["none", "aodv", "{babeld: {hello_interval: 1s}}"])
+def test_routing_other_than_static_is_refused_at_its_line(write, routing):
+    text = SIM.replace("  generate: {kind: chain, n: 3, spacing: 200m}\n",
+                       f"  generate: {{kind: chain, n: 3, spacing: 200m}}\n  routing: {routing}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_sim(write("s.yaml", text))
+    message = str(caught.value)
+    assert "s.yaml:4:" in message and "topology.routing" in message and "meshemu run" in message

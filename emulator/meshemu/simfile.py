@@ -129,6 +129,10 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     runs = []
     for seed in seeds:
         topology = resolve_topology(document, ("topology",), links=links, seed=seed, mac=mac)
+        if topology.routing_choice.name != "static":
+            raise document.error(("topology", "routing"), f"the sim driver routes statically (minimum hops at "
+                                 f"time 0); routing {topology.routing_choice.name} runs only in labs: use an "
+                                 "experiment file and meshemu run")
         flows = _flows(document, spec, topology)
         scenario = {
             "medium": topology.medium,

@@ -231,7 +231,7 @@ class Execution:
             if options["window"]:
                 argv += ["-w", str(options["window"])]
             self._spawn(src, "client", flow, "client.json", argv)
-        elif flow.options["tool"] == "iperf3":
+        elif flow.kind == "udp" and flow.options["tool"] == "iperf3":
             self._spawn(src, "client", flow, "client.json",
                         [self.tools["iperf3"], "-c", dst.ip, "-u", "-p", str(flow.port), "-t", str(round(seconds)),
                          "-b", str(flow.options["rate_bps"]), "-l", str(flow.options["packet"]), "-J", "-i", "1"])
@@ -462,7 +462,8 @@ class Execution:
     def _add_sim_reference(self, flows: list[dict[str, Any]]) -> None:
         """The same UDP flows through the sim driver (virtual time, same
         medium): constant bit rate at the same IP packet size and offered
-        load, with the run's seed and the `sim_seeds - 1` after it. One lab
+        load and static minimum-hop routes (whatever routes the lab's), with
+        the run's seed and the `sim_seeds - 1` after it. One lab
         run is one sample of a random process, so it is set beside the sim's
         mean over seeds (and their range), not beside one sim sample."""
         run = self.run
@@ -479,7 +480,7 @@ class Execution:
                               "start_ns": flow.start_ns, "stop_ns": flow.stop_ns})
         seeds = [run.topology.medium["seed"] + k for k in range(run.measure["sim_seeds"])]
         outputs = [medium.sim({"medium": {**run.topology.medium, "seed": seed}, "duration_ns": run.duration_ns,
-                               "warmup_ns": run.warmup_ns, "routing": run.topology.routing, "flows": sim_flows,
+                               "warmup_ns": run.warmup_ns, "routing": "static", "flows": sim_flows,
                                "trace": False})
                    for seed in seeds]
         (self.dir / "sim.json").write_text(json.dumps({"seeds": seeds, "outputs": outputs}))
