@@ -483,6 +483,50 @@ RoutingSpec = Annotated[
 ]
 
 
+# --- queueing ----------------------------------------------------------------------
+
+class QueueingOptions(StrictModel):
+    """bpd settings (routing/backpressure/README.md); unset ones keep bpd's
+    defaults. Options that belong to another mode are errors naming them."""
+
+    mode: Literal["fifo", "fq", "backpressure"]
+    classify: Literal["source", "destination", "next-hop", "previous-hop"] | None = None
+    threshold: Annotated[int, Field(ge=1, le=100_000)] | None = None  # backpressure: packets per flow
+    flow_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None  # fq: packets per flow
+    total_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    knowledge: Literal["overhear", "beacon", "oracle"] | None = None
+    beacon_period: Duration | None = None
+    overhear_timeout: PositiveDuration | None = None
+    radio_depth: Annotated[int, Field(ge=1, le=1000)] | None = None
+    max_hold: PositiveDuration | None = None
+
+    @model_validator(mode="after")
+    def _fits_mode(self) -> "QueueingOptions":
+        only = {"fq": ["flow_limit"],
+                "backpressure": ["threshold", "knowledge", "beacon_period", "overhear_timeout"]}
+        for mode, keys in only.items():
+            for key in keys:
+                if getattr(self, key) is not None and self.mode != mode:
+                    raise ValueError(f"{key} is for mode {mode}, not {self.mode}")
+        if self.mode == "fifo":
+            given = [key for key in ("classify", "total_limit", "radio_depth", "max_hold") if getattr(self, key) is not None]
+            if given:
+                raise ValueError(f"{given[0]} needs mode fq or backpressure (fifo runs no daemon)")
+        if self.mode == "backpressure" and self.classify in ("next-hop", "previous-hop"):
+            raise ValueError(f"classify: {self.classify} cannot carry backpressure (a flow must have the same name at "
+                             "every hop): use source or destination")
+        if self.knowledge == "beacon" and self.beacon_period == 0:
+            raise ValueError("knowledge: beacon needs beacons: beacon_period must not be 0s")
+        return self
+
+
+def _queueing_shorthand(value: Any) -> Any:
+    return {"mode": value} if isinstance(value, str) else value
+
+
+QueueingSpec = Annotated[QueueingOptions, BeforeValidator(_queueing_shorthand)]
+
+
 # --- backend -----------------------------------------------------------------------
 
 class TapBackend(StrictModel):
@@ -518,6 +562,7 @@ class TopologySpec(StrictModel):
     mac: Mac = "dcf"
     subnet: Subnet = ipaddress.IPv4Network("10.0.0.0/16")
     routing: RoutingSpec = "static"
+    queueing: QueueingSpec = QueueingOptions(mode="fifo")
     area: Area | None = None
     defaults: Defaults | None = None
     generate: Generator | None = None
