@@ -1,0 +1,213 @@
+"""Queueing plug-in: what a topology's `queueing:` runs in a lab.
+
+    queueing: fifo                                 # the default: no daemon, the radio's drop-tail queue
+    queueing: fq                                   # bpd --mode fq (classify: source)
+    queueing: {mode: fq, classify: destination}
+    queueing: {mode: backpressure, classify: source, threshold: 1, knowledge: overhear}
+    queueing: {mode: backpressure, threshold: 2, knowledge: oracle}
+
+Any mode but fifo runs bpd (routing/backpressure) in every node once the
+medium and the routing daemons are up (`start`), so the daemon, not the
+interface queue, decides the order in which packets leave. bpd's iptables
+rule is recorded with `record_iptables_rule` before it starts; the daemons
+are started with `Node.spawn`, so `down` (and `meshemu cleanup`) stop them by
+PID. With knowledge `overhear` (bpd's default in backpressure mode) every
+node must be promiscuous: the topology makes it so (topology.py).
+
+Per node, under `run_dir/nodes/<node>/`: `bpd.json` (counters, rewritten
+every second and at exit), `bpd.log`. The oracle's table: `run_dir/bpd-oracle`.
+`stop(lab)` stops the daemons and returns their final counters; `summary`
+and `source_counters` turn them into a run record's figures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import medium
+from .errors import LabError
+from .schema import QueueingOptions
+from .state import IptablesRule, record_iptables_rule
+
+if TYPE_CHECKING:
+    from .lab import Lab
+
+CHOICE_FILE = "queueing.json"
+PROGRAM = "bpd"
+COUNTERS = "bpd.json"
+LOG = "bpd.log"
+ORACLE = "bpd-oracle"
+QUEUE_NUM = 0
+READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to write its first counters
+STOP_TIMEOUT = 10.0  # seconds for every daemon to hand back its packets and write its last counters
+# Per-flow counters a run record keeps (routing/backpressure/README.md, "Counters").
+FLOW_COUNTERS = ("enqueued", "released", "dropped_limit", "dropped_full", "dropped_age", "held_packets",
+                 "held_events", "held_ns")
+# Schema key -> bpd option; durations (ns) are passed as "<n>ns".
+_OPTIONS = {
+    "classify": "--classify",
+    "threshold": "--threshold",
+    "flow_limit": "--flow-limit",
+    "total_limit": "--total-limit",
+    "knowledge": "--knowledge",
+    "beacon_period": "--beacon-period",
+    "overhear_timeout": "--overhear-timeout",
+    "radio_depth": "--radio-depth",
+    "max_hold": "--max-hold",
+}
+_DURATIONS = {"beacon_period", "overhear_timeout", "max_hold"}
+
+
+@dataclass(frozen=True)
+class QueueingChoice:
+    """A topology's queueing: bpd's mode and the options given (schema
+    names, durations in ns); bpd's defaults fill the rest."""
+
+    mode: str = "fifo"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runs_daemon(self) -> bool:
+        return self.mode != "fifo"
+
+    @property
+    def knowledge(self) -> str | None:
+        return self.options.get("knowledge", "overhear") if self.mode == "backpressure" else None
+
+    @property
+    def overhears(self) -> bool:
+        """Whether bpd listens to its neighbours' transmissions (nodes must be promiscuous)."""
+        return self.knowledge == "overhear"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, **self.options}
+
+    def argv(self, program: str, counters: Path, oracle: Path) -> list[str]:
+        """bpd's arguments in one node."""
+        argv = [program, "--mode", self.mode, "--queue-num", str(QUEUE_NUM), "--counters", str(counters)]
+        for key, value in self.options.items():
+            argv += [_OPTIONS[key], f"{value}ns" if key in _DURATIONS else str(value)]
+        if self.knowledge == "oracle":
+            argv += ["--oracle", str(oracle)]
+        return argv
+
+
+def choice_of(spec: QueueingOptions) -> QueueingChoice:
+    """The schema's `queueing` value as a choice."""
+    options = spec.model_dump(exclude_none=True)
+    return QueueingChoice(options.pop("mode"), options)
+
+
+def saved_choice(run_dir: Path) -> QueueingChoice:
+    """The choice a lab was brought up with (fifo for labs without one)."""
+    try:
+        data = json.loads((run_dir / CHOICE_FILE).read_text())
+        mode = data.pop("mode")
+        return QueueingChoice(mode, data)
+    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
+        return QueueingChoice()
+
+
+def rule() -> list[str]:
+    """The iptables rule bpd adds in mangle POSTROUTING (routing/backpressure/README.md)."""
+    return ["-o", "wlan0", "-j", "NFQUEUE", "--queue-num", str(QUEUE_NUM), "--queue-bypass"]
+
+
+def _node_dir(lab: "Lab", name: str) -> Path:
+    path = lab.run_dir / "nodes" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def start(lab: "Lab") -> None:
+    """Starts bpd in every node of the lab (unless the choice is fifo) and
+    waits until each has written its counters; records the choice for
+    `Lab.attach`."""
+    choice: QueueingChoice = lab.queueing
+    (lab.run_dir / CHOICE_FILE).write_text(json.dumps(choice.to_json()))
+    if not choice.runs_daemon:
+        return
+    program = str(medium.find_program(PROGRAM))
+    started = []
+    for node in lab:
+        directory = _node_dir(lab, node.name)
+        counters = directory / COUNTERS
+        counters.unlink(missing_ok=True)
+        record_iptables_rule(lab.run_dir, IptablesRule(node.netns, "mangle", "POSTROUTING", rule()))
+        with open(directory / LOG, "wb") as log:
+            process = node.spawn(choice.argv(program, counters, lab.run_dir / ORACLE), stderr=log)
+        started.append((node.name, process, counters))
+    deadline = time.monotonic() + READY_TIMEOUT
+    for name, process, counters in started:
+        while not counters.exists():
+            status = process.poll()
+            if status is not None or time.monotonic() > deadline:
+                log = (lab.run_dir / "nodes" / name / LOG).read_text(errors="replace").strip()[-1500:]
+                what = f"exited with status {status}" if status is not None else f"was not ready after {READY_TIMEOUT:.0f} s"
+                raise LabError(f"bpd on {name} {what}: {log or '(no output)'}")
+            time.sleep(0.01)
+
+
+def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
+    """bpd's counters of every node, as last written (at most a second old
+    while the daemons run)."""
+    result = {}
+    for node in lab:
+        try:
+            result[node.name] = json.loads((lab.run_dir / "nodes" / node.name / COUNTERS).read_text())
+        except (FileNotFoundError, ValueError):
+            continue
+    return result
+
+
+def stop(lab: "Lab") -> dict[str, dict[str, Any]]:
+    """Stops the bpd processes this Lab object started (SIGTERM: each hands
+    back the packets it holds, deletes its rule and writes its last
+    counters) and returns those final counters per node."""
+    daemons = [p for p in lab._spawned if Path(p.argv[0]).name == PROGRAM and p.poll() is None]
+    for process in daemons:
+        process.terminate()  # our own unreaped child: its PID cannot have been reused
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for process in daemons:
+        while process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    late = [p.node for p in daemons if p.poll() is None]
+    if late:
+        raise LabError(f"bpd did not stop within {STOP_TIMEOUT:.0f} s on {', '.join(late)}")
+    return counters(lab)
+
+
+def summary(choice: QueueingChoice, per_node: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A run record's `metrics.queueing`: the choice, the totals summed over
+    nodes, and per bpd flow (source or destination address, next or previous
+    hop) its counters summed over the nodes that queued it."""
+    totals: dict[str, int] = {}
+    flows: dict[str, dict[str, int]] = {}
+    for node_counters in per_node.values():
+        for key, value in node_counters["totals"].items():
+            totals[key] = totals.get(key, 0) + value
+        for flow in node_counters["flows"]:
+            entry = flows.setdefault(flow["flow"], dict.fromkeys(FLOW_COUNTERS, 0))
+            for key in FLOW_COUNTERS:
+                entry[key] += flow[key]
+    return {**choice.to_json(), "daemons": len(per_node), "totals": totals, "flows": dict(sorted(flows.items()))}
+
+
+def source_counters(choice: QueueingChoice, per_node: dict[str, dict[str, Any]], src: str, src_ip: str,
+                    dst_ip: str) -> dict[str, int] | None:
+    """The counters of a traffic flow's class at its source node: `released`
+    there is what the source injected into the network. None when the class
+    is not the traffic flow's own (next-hop, previous-hop) or was forgotten
+    (idle for bpd's --flow-idle)."""
+    key = {"source": src_ip, "destination": dst_ip}.get(choice.options.get("classify", "source"))
+    node_counters = per_node.get(src)
+    if key is None or node_counters is None:
+        return None
+    for flow in node_counters["flows"]:
+        if flow["flow"] == key:
+            return {name: flow[name] for name in FLOW_COUNTERS}
+    return None
