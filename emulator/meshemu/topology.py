@@ -17,6 +17,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from . import generators, medium, profiles
+from .queueing import QueueingChoice, choice_of as queueing_choice_of
 from .routing import RoutingChoice, choice_of
 from .errors import ConfigError, Problem
 from .ns2trace import TraceNode, load_trace
@@ -61,6 +62,7 @@ class Topology:
     routing_choice: RoutingChoice = RoutingChoice("static")
     # {"kind": "tap"} or {"kind": "hwsim", "mode", "ssid", "frequency_mhz", "vm"} (see hwsim.py)
     backend: dict[str, Any] = field(default_factory=lambda: {"kind": "tap"})
+    queueing: QueueingChoice = QueueingChoice()  # bpd in every node unless fifo (queueing.py)
 
     def node(self, name: str) -> TopologyNode:
         for node in self.nodes:
@@ -139,6 +141,7 @@ class _Resolver:
         self.links = links
         self.seed = spec.seed if seed is None else seed
         self.mac_override = mac
+        self.queueing = queueing_choice_of(spec.queueing)
         self.problems: list[Problem] = []
 
     def at(self, *path: str | int) -> DataPath:
@@ -196,7 +199,7 @@ class _Resolver:
         )
         choice = choice_of(self.spec.routing)
         return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice,
-                        self._backend())
+                        self._backend(), self.queueing)
 
     def _backend(self) -> dict[str, Any]:
         backend = self.spec.backend
@@ -343,10 +346,18 @@ class _Resolver:
 
     def _promiscuous(self, node: _PlannedNode) -> bool:
         if node.spec.promiscuous is not None:
-            return node.spec.promiscuous
-        if self.spec.defaults is not None and self.spec.defaults.promiscuous is not None:
-            return self.spec.defaults.promiscuous
-        return False
+            given, path = node.spec.promiscuous, (node.spec_path or self.at("nodes")) + ("promiscuous",)
+        elif self.spec.defaults is not None and self.spec.defaults.promiscuous is not None:
+            given, path = self.spec.defaults.promiscuous, self.at("defaults", "promiscuous")
+        else:
+            # Backpressure by overhearing listens to every neighbour's transmissions.
+            return self.queueing.overhears
+        if self.queueing.overhears and not given:
+            problem = self.doc.problem(path, "queueing knowledge overhear needs promiscuous nodes (bpd overhears its "
+                                             "neighbours): remove this or choose knowledge: beacon or oracle")
+            if problem not in self.problems:  # defaults: once, not once per node
+                self.problems.append(problem)
+        return given
 
     # --- mobility ---
 
