@@ -244,7 +244,8 @@ class Execution:
                          "--json", "--window-start", str(start), "--window-end", str(end)])
         else:
             argv = [self.tools["tfrc"], "send", f"{dst.ip}:{flow.port}", "--duration", f"{seconds:g}s",
-                    "--size", str(flow.options["packet"]), "--mode", flow.options["mode"], "--json", "-", "--quiet"]
+                    "--size", str(flow.options["packet"]), "--mode", flow.options["mode"], "--json", "-", "--quiet",
+                    "--trace", str(self.dir / f"{flow.name}.trace.jsonl")]
             if flow.options["rate_cap_bps"]:
                 argv += ["--max-rate", f"{flow.options['rate_cap_bps']}bps"]
             self._spawn(src, "client", flow, "send.json", argv)
@@ -453,8 +454,10 @@ class Execution:
             return {**base, **metrics.meshemu_udp_metrics(metrics.read_jsonl(Path(f"{path}.recv.jsonl")),
                                                           sender[-1] if sender else None)}
         sender = metrics.read_jsonl(Path(f"{path}.send.json"))
+        window_s = ((start - self.t0_wall_ns - flow.start_ns) / NS, (end - self.t0_wall_ns - flow.start_ns) / NS)
         return {**base, **metrics.tfrc_metrics(metrics.read_jsonl(Path(f"{path}.recv.jsonl")),
-                                               sender[-1] if sender else None)}
+                                               sender[-1] if sender else None,
+                                               metrics.read_jsonl(Path(f"{path}.trace.jsonl")), window_s)}
 
     def _ip(self, node: str) -> str:
         return str(self.run.topology.node(node).ipv4)

@@ -202,22 +202,40 @@ def iperf3_udp_metrics(server: dict[str, Any] | None, window_s: tuple[float, flo
 
 # --- TFRC ---------------------------------------------------------------------------------
 
-def tfrc_metrics(receiver: list[dict[str, Any]], sender: dict[str, Any] | None) -> dict[str, Any]:
-    """From the tfrc tool's JSON summaries (whole flow: the tool has no window)."""
+def tfrc_metrics(receiver: list[dict[str, Any]], sender: dict[str, Any] | None, trace: list[dict[str, Any]],
+                 window_s: tuple[float, float]) -> dict[str, Any]:
+    """From the tfrc tool's outputs. Over the window (seconds from the
+    sender's start; slow start's overshoot falls before it): goodput, sending
+    rate and TFRC's allowed rate X (its value at the end of each report) as
+    time-weighted means of the sender's 1-s interval reports; RTT samples and
+    the mean loss event rate from the feedback lines of its trace. Over the
+    whole flow (the receiver's summary): loss, jitter, one-way delay."""
     flows = [line for line in receiver if line.get("role") in (None, "receiver") and "packets" in line]
-    if not flows and sender is None:
-        return {"error": "the tfrc tool wrote no summary"}
+    if sender is None:
+        return {"error": "the tfrc sender wrote no summary"}
+    start, end = window_s
+    intervals = [part for part in sender.get("intervals", [])
+                 if part["start_s"] >= start - 1e-3 and part["end_s"] <= end + 1e-3]
+    seconds = sum(part["end_s"] - part["start_s"] for part in intervals)
+    if not seconds:
+        return {"error": f"the tfrc sender reported no interval inside the window {start:g}-{end:g} s"}
+
+    def mean_rate(key: str) -> float:
+        return sum(part[key] * (part["end_s"] - part["start_s"]) for part in intervals) / seconds
+
+    feedback = [row for row in trace if row.get("event") == "feedback" and start <= row["t"] <= end]
     flow = flows[0] if flows else {}
-    delay = flow.get("one_way_delay_ms")
     return {
-        "goodput_bps": flow.get("throughput_bps") or 0.0,
+        "goodput_bps": mean_rate("throughput_bps"),
+        "sending_rate_bps": mean_rate("sending_rate_bps"),
+        "allowed_rate_bps": mean_rate("x_bps"),
+        "rtt_ms": _spread([row["rtt_sample_ms"] for row in feedback]),
+        "loss_event_rate": sum(row["p"] for row in feedback) / len(feedback) if feedback else None,
+        "feedback": len(feedback),
         "packets_received": flow.get("packets"),
         "loss": flow.get("loss_fraction"),
-        "loss_event_rate": flow.get("loss_event_rate"),
         "jitter_ms": flow.get("jitter_ms"),
-        "delay_ms": delay,
-        "sending_rate_bps": (sender or {}).get("sending_rate_bps"),
-        "rtt_ms": (sender or {}).get("rtt_ms"),
+        "delay_ms": flow.get("one_way_delay_ms"),
     }
 
 
