@@ -2,18 +2,26 @@
 written inline, seeds, and a sweep — dotted paths into the file, each with a
 list of values, expanded into the cartesian product. An entry may name
 several paths separated by commas (`traffic.0.dst,traffic.1.dst`): each gets
-the same value. Every swept value keeps its place in the file, so a bad value
-is reported at its sweep entry (`sweep.topology.radio.rts_threshold[1]`)."""
+the same value. An entry may also be a set of named cases, each setting
+several paths at once (`variant: {reno-nosack: {traffic.0.cc: reno,
+traffic.0.sack: false}, cubic: {traffic.0.cc: cubic}}`): the parameter is the
+entry's name, its values the case names. Every swept value keeps its place in
+the file, so a bad value is reported at its sweep entry
+(`sweep.topology.radio.rts_threshold[1]`, `sweep.variant.cubic.traffic.0.cc`)."""
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import ConfigError, Problem
 from .source import DataPath, Document, Mark, format_path, load_yaml
+
+# The name of an entry of named cases (a parameter name, not a path).
+CASES_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
@@ -45,29 +53,29 @@ def inline_topology_file(document: Document) -> None:
 
 def sweep_paths(document: Document) -> list[str]:
     """The sweep entries as written (the names of the swept parameters)."""
-    return [text for text, _, _ in _sweep_entries(document)]
+    return [entry.text for entry in _sweep_entries(document)]
 
 
 def expand(document: Document) -> Iterator[SweepPoint | list[Problem]]:
     """Every point of the sweep, in order (the last entry varies fastest); a
     point whose paths cannot be set yields its problems instead."""
     sweep = _sweep_entries(document)
-    for point in itertools.product(*[range(len(values)) for _, _, values in sweep]):
+    for point in itertools.product(*[range(len(entry.values)) for entry in sweep]):
         variant = document.copy()
         params: dict[str, Any] = {}
         choices: dict[str, int] = {}
         unreachable = []
-        for (text, paths, values), choice in zip(sweep, point):
-            reasons = [reason for reason in (_unreachable(variant.data, path) for path in paths) if reason]
+        for entry, choice in zip(sweep, point):
+            settings = entry.settings(choice)
+            reasons = [reason for reason in (_unreachable(variant.data, path) for path, _, _ in settings) if reason]
             if reasons:
-                unreachable += [document.problem(("sweep", text), reason, at_key=True) for reason in reasons]
+                unreachable += [document.problem(("sweep", entry.text), reason, at_key=True) for reason in reasons]
                 continue
-            mark, _ = document.mark(("sweep", text, choice))
-            for path in paths:
-                variant.replace(path, values[choice],
-                                Mark(mark.file, mark.line, mark.column, f"sweep.{text}[{choice}]"))
-            params[text] = values[choice]
-            choices[text] = choice
+            for path, value, where in settings:
+                mark, _ = document.mark(where)
+                variant.replace(path, value, Mark(mark.file, mark.line, mark.column, format_path(where)))
+            params[entry.text] = entry.values[choice]
+            choices[entry.text] = choice
         yield unreachable if unreachable else SweepPoint(variant, params, choices)
 
 
@@ -83,7 +91,20 @@ def seeds_of(seeds: list[int] | None, seed: int | None, document: Document, repe
     return [document.get(("topology", "seed"), 1)]
 
 
-def _sweep_entries(document: Document) -> list[tuple[str, list[DataPath], list[Any]]]:
+@dataclass(frozen=True)
+class _Entry:
+    """One sweep entry: its name, its values (case names for named cases)
+    and, per value, the (path, value) pairs it sets."""
+
+    text: str
+    values: list[Any]
+    assignments: list[list[tuple[DataPath, Any, DataPath]]]  # per value: (path, value, where it is written)
+
+    def settings(self, choice: int) -> list[tuple[DataPath, Any, DataPath]]:
+        return self.assignments[choice]
+
+
+def _sweep_entries(document: Document) -> list[_Entry]:
     sweep = document.data.get("sweep")
     if sweep is None:
         return []
@@ -92,8 +113,14 @@ def _sweep_entries(document: Document) -> list[tuple[str, list[DataPath], list[A
     entries = []
     problems = []
     for text, values in sweep.items():
+        if isinstance(values, dict):
+            entry = _cases_entry(document, text, values, problems)
+            if entry is not None:
+                entries.append(entry)
+            continue
         if not isinstance(values, list) or not values:
-            problems.append(document.problem(("sweep", text), "expected a non-empty list of values"))
+            problems.append(document.problem(("sweep", text), "expected a non-empty list of values, or named "
+                                                              "cases ({NAME: {PATH: VALUE, ...}, ...})"))
             continue
         paths = [_parse_sweep_path(part) for part in text.split(",")] if isinstance(text, str) else [None]
         if any(path is None or path[0] == "sweep" for path in paths):
@@ -101,10 +128,47 @@ def _sweep_entries(document: Document) -> list[tuple[str, list[DataPath], list[A
                                                               "into this file, such as topology.generate.n",
                                              at_key=True))
             continue
-        entries.append((text, paths, values))
+        assignments = [[(path, value, ("sweep", text, choice)) for path in paths]
+                       for choice, value in enumerate(values)]
+        entries.append(_Entry(text, values, assignments))
     if problems:
         raise ConfigError(problems)
     return entries
+
+
+def _cases_entry(document: Document, text: Any, cases: dict[Any, Any], problems: list[Problem]) -> _Entry | None:
+    """`NAME: {CASE: {PATH: VALUE, ...}, ...}`: the parameter NAME takes the
+    case names as values; each case sets its paths."""
+    if not isinstance(text, str) or not CASES_NAME.match(text):
+        problems.append(document.problem(("sweep", text), f"bad name of named cases {text!r}: a letter, then "
+                                                          "letters, digits, _ or - (a parameter name, not a path)",
+                                         at_key=True))
+        return None
+    if not cases:
+        problems.append(document.problem(("sweep", text), "expected at least one case"))
+        return None
+    values, assignments = [], []
+    for case, settings in cases.items():
+        if isinstance(case, bool) or not isinstance(case, (str, int, float)):
+            problems.append(document.problem(("sweep", text, case), f"bad case name {case!r}: a word or a number",
+                                             at_key=True))
+            continue
+        if not isinstance(settings, dict):
+            problems.append(document.problem(("sweep", text, case), "expected a mapping of dotted paths to values "
+                                                                    "(or {} for the file as written)"))
+            continue
+        assignment = []
+        for path_text, value in settings.items():
+            path = _parse_sweep_path(path_text)
+            if path is None or path[0] in ("sweep", "scales"):
+                problems.append(document.problem(("sweep", text, case, path_text),
+                                                 f"bad path {path_text!r}: expected a dotted path into this file, "
+                                                 "such as traffic.0.cc", at_key=True))
+                continue
+            assignment.append((path, value, ("sweep", text, case, path_text)))
+        values.append(case)
+        assignments.append(assignment)
+    return _Entry(text, values, assignments)
 
 
 def _unreachable(data: Any, path: DataPath) -> str | None:
