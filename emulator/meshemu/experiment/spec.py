@@ -172,7 +172,8 @@ class ExperimentSpec(StrictModel):
     traffic: Annotated[list[Traffic], Field(min_length=1)]
     measure: Measure = Measure()
     sysctl: Sysctl | None = None
-    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] | None = None
+    # A list of values per dotted path, or named cases {CASE: {PATH: VALUE}} (sweep.py).
+    sweep: dict[str, Annotated[list[Any], Field(min_length=1)] | dict[str | int | float, dict[str, Any]]] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExperimentSpec":
