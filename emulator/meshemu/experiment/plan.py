@@ -4,6 +4,12 @@ resolved topology and traffic, all validated before anything starts.
 Traffic endpoints given as `random` or as a `pair` are chosen here from the
 run's seed (a stream per traffic entry), over the nodes that reach each other
 at time 0, so a run is the same whenever and wherever it is planned.
+
+A run whose TCP congestion control is a Linux module this kernel does not
+offer (vegas, westwood, ... on a kernel built without them) is skipped, with
+the reason, while other runs remain: a study names every variant and runs
+what the machine has (and the rest where the kernel has them). A name that is
+no Linux congestion control at all is an error, as is a plan with no run left.
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ from ..topology import LinksFunction, Topology, resolve_mac, resolve_topology
 from .spec import CommandTraffic, ExperimentSpec, TcpTraffic, TfrcTraffic, UdpTraffic
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+# The congestion controls of the Linux source tree (net/ipv4/tcp_*.c); a
+# kernel offers those it was built with.
+LINUX_CONGESTION_CONTROLS = frozenset({
+    "bbr", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv", "reno",
+    "scalable", "vegas", "veno", "westwood", "yeah"})
 FIRST_PORT = 5201
 NS = 1_000_000_000
 
@@ -91,12 +102,30 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A run this machine cannot carry out (its congestion control is not in
+    this kernel), with the reason."""
+
+    params: dict[str, Any]
+    seed: int
+    reason: str
+
+
+class _Unavailable(Exception):
+    """The run needs what this kernel lacks; `problems` say what."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+
+
+@dataclass(frozen=True)
 class Plan:
     file: str
     name: str  # the results directory's name: the file's stem
     description: str | None
     sweep_paths: list[str]
     runs: list[Run]
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def short_name(path: str, paths: list[str]) -> str:
@@ -129,19 +158,23 @@ def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str
     cc = available_cc if available_cc is not None else kernel_congestion_controls()
     problems: list[Problem] = []
     runs: list[Run] = []
+    skipped: list[Skipped] = []
+    unavailable: list[Problem] = []
     for point in expand(document):
         if isinstance(point, list):
             problems.extend(point)
             continue
         try:
-            runs.extend(_runs_of(point.document, point.params, point.choices, links, cc))
+            runs.extend(_runs_of(point.document, point.params, point.choices, links, cc, skipped, unavailable))
         except ConfigError as exc:
             problems.extend(exc.problems)
+    if not runs and unavailable:
+        problems.extend(problem for index, problem in enumerate(unavailable) if problem not in unavailable[:index])
     if problems:
         raise ConfigError(problems)
     description = document.data.get("description")
     return Plan(document.file, Path(document.file).stem, description if isinstance(description, str) else None,
-                sweep_paths(document), runs)
+                sweep_paths(document), runs, skipped)
 
 
 def _apply_scale(document: Document, scale: str | None) -> None:
@@ -183,7 +216,7 @@ def kernel_congestion_controls() -> list[str]:
 
 
 def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int], links: LinksFunction,
-             available_cc: list[str]) -> list[Run]:
+             available_cc: list[str], skipped: list[Skipped], unavailable: list[Problem]) -> list[Run]:
     try:
         spec = ExperimentSpec.model_validate(document.data)
     except ValidationError as exc:
@@ -195,7 +228,12 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     for seed in seeds:
         topology = resolve_topology(document, ("topology",), links=links, seed=seed, mac=mac)
         hops = hop_counts(links(topology.medium), len(topology.nodes))
-        flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
+        try:
+            flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
+        except _Unavailable as exc:
+            unavailable.extend(exc.problems)
+            skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in exc.problems)))
+            continue
         measure = spec.measure.model_dump()
         runs.append(Run(params, choices, seed, topology, flows, spec.duration, spec.warmup, measure, sysctl, quickack))
     return runs
@@ -251,6 +289,7 @@ class _Traffic:
         self.static = topology.routing == "static"
         self.entry_of: dict[str, int] = {}  # flow name -> index of its traffic entry
         self.problems: list[Problem] = []
+        self.unavailable: list[Problem] = []  # what this kernel lacks (the run is skipped)
 
     def problem(self, path: DataPath, message: str) -> None:
         self.problems.append(self.doc.problem(path, message))
@@ -291,7 +330,9 @@ class _Traffic:
         self._check_ports(flows)
         sysctl, quickack = self._node_settings(flows)
         if self.problems:
-            raise ConfigError(self.problems)
+            raise ConfigError(self.problems + self.unavailable)
+        if self.unavailable:
+            raise _Unavailable(self.unavailable)
         return tuple(flows), sysctl, quickack
 
     def _node(self, value: str, path: DataPath) -> int | None:
@@ -349,9 +390,12 @@ class _Traffic:
                                "from start to stop")
         if isinstance(entry, TcpTraffic):
             if entry.cc is not None and self.available_cc and entry.cc not in self.available_cc:
-                self.problem(path + ("cc",), f"congestion control {entry.cc!r} is not available in this kernel; "
-                                             f"net.ipv4.tcp_available_congestion_control: "
-                                             f"{' '.join(self.available_cc)}")
+                message = (f"congestion control {entry.cc!r} is not available in this kernel; "
+                           f"net.ipv4.tcp_available_congestion_control: {' '.join(self.available_cc)}")
+                if entry.cc in LINUX_CONGESTION_CONTROLS:
+                    self.unavailable.append(self.doc.problem(path + ("cc",), message))
+                else:
+                    self.problem(path + ("cc",), message + " (and Linux has no congestion control of that name)")
             return {"cc": entry.cc, "mss": entry.mss, "window": entry.window, "sack": entry.sack,
                     "delayed_ack": entry.delayed_ack}
         if isinstance(entry, UdpTraffic):
