@@ -136,6 +136,8 @@ class Runner:
     # --- all runs ---
 
     def run(self, runs: list[Run], resume: bool) -> Summary:
+        for line in skipped_notes(self.plan):
+            self.console.print(f"[yellow]{escape(line)}[/yellow]")
         recorded = self.results.recorded_ids() if resume else set()
         pending = [run for run in runs if run.run_id not in recorded]
         self.summary.skipped_recorded = len(runs) - len(pending)
@@ -218,6 +220,19 @@ class Runner:
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def skipped_notes(plan: Plan) -> list[str]:
+    """One line per reason why runs of the plan cannot run on this machine."""
+    reasons: dict[str, list[str]] = {}
+    for skipped in plan.skipped:
+        label = " ".join(f"{short_name(path, plan.sweep_paths)}={value}" for path, value in skipped.params.items())
+        labels = reasons.setdefault(skipped.reason, [])
+        if label not in labels:
+            labels.append(label)
+    counts = {reason: sum(s.reason == reason for s in plan.skipped) for reason in reasons}
+    return [f"skipping {counts[reason]} run{'s' if counts[reason] != 1 else ''} ({', '.join(labels) or 'every seed'}): "
+            f"{reason}" for reason, labels in reasons.items()]
 
 
 def headline(metrics: dict[str, Any]) -> str:
