@@ -35,6 +35,9 @@ pub enum Input<'a> {
     LinkFailed { neighbor: Ipv4Addr },
     /// The link layer received frames from this neighbour (data included).
     NeighborHeard { neighbor: Ipv4Addr },
+    /// The MAC's cumulative count of deferrals (channel access found or
+    /// sensed the medium busy): the contention a node sees (COPAS).
+    MacDefers { total: u64 },
 }
 
 /// What the core wants done.
@@ -46,6 +49,11 @@ pub enum Output {
     SetRoute { dst: Ipv4Addr, next_hop: Ipv4Addr, hops: u8 },
     /// Remove the kernel host route to `dst`.
     DeleteRoute { dst: Ipv4Addr },
+    /// Install (or replace) the kernel route of packets from `src` to `dst`
+    /// (policy routing: the route depends on the source too).
+    SetPairRoute { src: Ipv4Addr, dst: Ipv4Addr, next_hop: Ipv4Addr },
+    /// Remove the kernel route of packets from `src` to `dst`.
+    DeletePairRoute { src: Ipv4Addr, dst: Ipv4Addr },
     /// Send the packets held for `dst` along the route now installed.
     Release { dst: Ipv4Addr },
     /// Drop the packets held for `dst`, telling local senders it is unreachable.
@@ -69,6 +77,16 @@ pub enum Event {
     RerrReceived { from: Ipv4Addr, unreachable: Vec<Ipv4Addr> },
     LocalRepairStarted { dst: Ipv4Addr },
     Malformed { from: Ipv4Addr, error: String },
+    /// COPAS: a path of the pair (src, dst) chosen for a role (forward:
+    /// src to dst; reverse: dst to src), listed from src to dst; `cause`:
+    /// discovery, contention, rerr; contention in hundredths of a deferral.
+    PathSelected { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, path: Vec<Ipv4Addr>, contention_centi: u32, cause: &'static str },
+    /// COPAS: this end sends the role's traffic over the pair's other path now.
+    PathSwitched { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, cause: &'static str },
+    /// COPAS: a probe showed a relay above the threshold; a reroute starts.
+    ContentionHigh { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, max_centi: u32, sum_centi: u32 },
+    /// COPAS: no candidate path was disjoint, similarly long and less contended.
+    RerouteDeclined { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, candidates: usize },
 }
 
 /// Packets and bytes of one kind. Bytes are IP packet bytes: the control
@@ -116,6 +134,9 @@ pub struct Counters {
     pub packets_dropped: u64,
     /// Forwarded data packets that found no route (dropped, RERR sent).
     pub forward_no_route: u64,
+    /// Counters of one protocol only (none for AODV), written beside the others.
+    #[serde(flatten)]
+    pub protocol: BTreeMap<&'static str, u64>,
 }
 
 impl Counters {

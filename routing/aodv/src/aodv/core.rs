@@ -799,6 +799,7 @@ impl Protocol for Aodv {
                     self.link_broken(now, neighbor, "link layer", out);
                 }
             }
+            Input::MacDefers { .. } => {}
         }
         // Whatever input woke us, timers that are due run now, in order.
         self.tick(now, out);

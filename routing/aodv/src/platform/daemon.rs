@@ -97,7 +97,7 @@ pub fn run<P: Protocol>(
     let queue = PacketQueue::bind(config.queue, COPY_RANGE, QUEUE_MAX_LEN)
         .with_context(|| format!("binding NFQUEUE {}", config.queue))?;
     let mut routes = RouteTable::open(interface).context("opening rtnetlink")?;
-    let leftovers = routes.flush_host_routes()?;
+    let leftovers = routes.flush_host_routes()? + routes.flush_pair_routes()?;
     if leftovers > 0 {
         warn!(leftovers, "deleted host routes left by an earlier run");
     }
@@ -132,7 +132,7 @@ pub fn run<P: Protocol>(
         .map_err(anyhow::Error::from)
         .and_then(|()| {
             let mut protocol = make_protocol(platform.interface.address, Duration::ZERO);
-            info!(address = %platform.interface.address, interface = %platform.config.interface, "aodvd running");
+            info!(address = %platform.interface.address, interface = %platform.config.interface, "running");
             let outcome = platform.event_loop(&mut protocol, &signal_fd);
             platform.shut_down(&mut protocol);
             outcome
@@ -162,7 +162,10 @@ impl Platform {
             }
             if self.link_layer.is_some() && now >= next_feedback {
                 next_feedback = now + feedback_every;
-                let (failed, heard) = self.link_activity();
+                let (failed, heard, defers) = self.link_activity();
+                if let Some(total) = defers {
+                    protocol.handle(now, Input::MacDefers { total }, &mut out);
+                }
                 for neighbor in heard {
                     protocol.handle(now, Input::NeighborHeard { neighbor }, &mut out);
                 }
@@ -292,6 +295,15 @@ impl Platform {
                     Ok(()) => self.installed = self.installed.saturating_sub(1),
                     Err(error) => error!(%error, "deleting a route"),
                 },
+                Output::SetPairRoute { src, dst, next_hop } => match self.routes.set_pair_route(src, dst, next_hop) {
+                    Ok(true) => self.installed += 1,
+                    Ok(false) => {}
+                    Err(error) => error!(%error, "installing a route"),
+                },
+                Output::DeletePairRoute { src, dst } => match self.routes.delete_pair_route(src, dst) {
+                    Ok(()) => self.installed = self.installed.saturating_sub(1),
+                    Err(error) => error!(%error, "deleting a route"),
+                },
                 Output::Release { dst } => {
                     // A mark that differs from the one at queue time makes the kernel route the packet again.
                     for (id, mark) in self.held.remove(&dst).unwrap_or_default() {
@@ -324,22 +336,22 @@ impl Platform {
         used
     }
 
-    /// (neighbours the link layer failed to reach, neighbours it heard).
-    fn link_activity(&mut self) -> (Vec<Ipv4Addr>, Vec<Ipv4Addr>) {
-        let Some(source) = self.link_layer.as_mut() else { return (Vec::new(), Vec::new()) };
+    /// (neighbours the link layer failed to reach, neighbours it heard, the MAC's deferral count).
+    fn link_activity(&mut self) -> (Vec<Ipv4Addr>, Vec<Ipv4Addr>, Option<u64>) {
+        let Some(source) = self.link_layer.as_mut() else { return (Vec::new(), Vec::new(), None) };
         let activity = match source.activity_since_last() {
             Ok(activity) => activity,
             Err(error) => {
                 warn!(%error, "reading the link layer's counters");
-                return (Vec::new(), Vec::new());
+                return (Vec::new(), Vec::new(), None);
             }
         };
         if activity.failed.is_empty() && activity.received.is_empty() {
-            return (Vec::new(), Vec::new());
+            return (Vec::new(), Vec::new(), activity.defers);
         }
         let neighbors = arp_table(&self.config.interface);
         let resolve = |macs: &[[u8; 6]]| macs.iter().filter_map(|mac| neighbors.get(mac).copied()).collect();
-        (resolve(&activity.failed), resolve(&activity.received))
+        (resolve(&activity.failed), resolve(&activity.received), activity.defers)
     }
 
     fn log_event(&mut self, event: &Event) {
@@ -390,6 +402,9 @@ impl Platform {
         iptables::remove(&self.config.iptables, &self.rules);
         if let Err(error) = self.routes.flush_host_routes() {
             error!(%error, "removing our routes");
+        }
+        if let Err(error) = self.routes.flush_pair_routes() {
+            error!(%error, "removing our policy routes");
         }
         if let Err(error) = self.routes.restore_connected() {
             error!(%error, "restoring the subnet route");

@@ -18,6 +18,8 @@ pub struct LinkActivity {
     pub failed: Vec<[u8; 6]>,
     /// Frames from these neighbours were received.
     pub received: Vec<[u8; 6]>,
+    /// The MAC's cumulative deferral count (contention), when the source has one.
+    pub defers: Option<u64>,
 }
 
 /// A source of per-neighbour link-layer counters.
@@ -42,7 +44,7 @@ impl RadioStatsLinks {
 impl LinkLayer for RadioStatsLinks {
     fn activity_since_last(&mut self) -> Result<LinkActivity, String> {
         self.stats.read_into(&mut self.snapshot).map_err(|e| e.to_string())?;
-        let mut activity = LinkActivity::default();
+        let mut activity = LinkActivity { defers: Some(self.snapshot.counters.defers), ..LinkActivity::default() };
         for peer in &self.snapshot.peers {
             let now = (peer.tx_failed, peer.rx_frames);
             let (failed, received) = self.last.insert(peer.mac_address, now).unwrap_or(now);

@@ -13,11 +13,19 @@ use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteRealm, RouteScope,
     RouteType,
 };
+use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use std::collections::HashMap;
+use std::net::IpAddr;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 /// The routing protocol number on our routes (`ip route show proto 173`).
 pub const ROUTE_PROTOCOL: u8 = 173;
+/// Priority of the policy rules `from SRC lookup TABLE` of per-(source,
+/// destination) routes (`ip rule show pref 1730`); below the main table's 32766.
+pub const PAIR_RULE_PRIORITY: u32 = 1730;
+/// Tables of per-source routes are numbered from here (`ip route show table 17300`).
+pub const PAIR_TABLE_BASE: u32 = 17300;
 
 /// A kernel request that failed: what it was and the kernel's error.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +56,10 @@ pub struct RouteTable {
     interface: Interface,
     sequence: u32,
     buffer: Vec<u8>,
+    /// Per-(source, destination) routes: the table of each source (one
+    /// `from SRC` rule each) and the next hop of each pair installed.
+    source_tables: HashMap<Ipv4Addr, u32>,
+    pair_routes: HashMap<(Ipv4Addr, Ipv4Addr), Ipv4Addr>,
 }
 
 impl RouteTable {
@@ -55,7 +67,14 @@ impl RouteTable {
         let mut socket = Socket::new(NETLINK_ROUTE)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
-        Ok(RouteTable { socket, interface, sequence: 0, buffer: vec![0; 64 * 1024] })
+        Ok(RouteTable {
+            socket,
+            interface,
+            sequence: 0,
+            buffer: vec![0; 64 * 1024],
+            source_tables: HashMap::new(),
+            pair_routes: HashMap::new(),
+        })
     }
 
     fn route(&self, dst: Ipv4Addr, prefix_len: u8, protocol: RouteProtocol, scope: RouteScope) -> RouteMessage {
@@ -75,6 +94,13 @@ impl RouteTable {
 
     /// `ip route replace DST/32 [via NEXT_HOP onlink] dev IF proto 173`.
     pub fn set_host_route(&mut self, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<(), RouteError> {
+        let route = self.host_route(dst, next_hop);
+        let what = format!("route to {dst} via {next_hop}");
+        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
+    }
+
+    /// `DST/32 [via NEXT_HOP onlink] dev IF proto 173` in the main table.
+    fn host_route(&self, dst: Ipv4Addr, next_hop: Ipv4Addr) -> RouteMessage {
         let direct = dst == next_hop;
         let scope = if direct { RouteScope::Link } else { RouteScope::Universe };
         let mut route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), scope);
@@ -83,14 +109,92 @@ impl RouteTable {
             route.header.flags = RouteFlags::Onlink;
             route.attributes.push(RouteAttribute::Gateway(RouteAddress::Inet(next_hop)));
         }
-        let what = format!("route to {dst} via {next_hop}");
-        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
+        route
     }
 
     /// `ip route del DST/32 proto 173`; a route already gone is fine.
     pub fn delete_host_route(&mut self, dst: Ipv4Addr) -> Result<(), RouteError> {
         let route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::Universe);
         self.delete(route, format!("deleting the route to {dst}"))
+    }
+
+    /// Packets from `src` to `dst` go to `next_hop`: a route in the table of
+    /// `src` (made, with its rule `from SRC/32 lookup TABLE`, on first use).
+    /// Returns whether the pair had no route before.
+    pub fn set_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<bool, RouteError> {
+        if self.pair_routes.get(&(src, dst)) == Some(&next_hop) {
+            return Ok(false);
+        }
+        let table = match self.source_tables.get(&src) {
+            Some(&table) => table,
+            None => {
+                let table = PAIR_TABLE_BASE + self.source_tables.len() as u32;
+                let what = format!("adding the rule from {src} lookup {table}");
+                self.request(RouteNetlinkMessage::NewRule(source_rule(src, table)), NLM_F_CREATE, what)?;
+                self.source_tables.insert(src, table);
+                table
+            }
+        };
+        let mut route = self.host_route(dst, next_hop);
+        route.header.table = RouteHeader::RT_TABLE_UNSPEC;
+        route.attributes.push(RouteAttribute::Table(table));
+        let what = format!("route from {src} to {dst} via {next_hop} (table {table})");
+        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)?;
+        Ok(self.pair_routes.insert((src, dst), next_hop).is_none())
+    }
+
+    /// Removes the route of packets from `src` to `dst`; one already gone is fine.
+    pub fn delete_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr) -> Result<(), RouteError> {
+        let Some(&table) = self.source_tables.get(&src) else { return Ok(()) };
+        self.pair_routes.remove(&(src, dst));
+        let mut route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::Universe);
+        route.header.table = RouteHeader::RT_TABLE_UNSPEC;
+        route.attributes.push(RouteAttribute::Table(table));
+        self.delete(route, format!("deleting the route from {src} to {dst}"))
+    }
+
+    /// Deletes every policy rule at [`PAIR_RULE_PRIORITY`] and every route of
+    /// ours in the tables they point to (a crashed daemon's leftovers, or
+    /// ours at exit). Returns how many rules.
+    pub fn flush_pair_routes(&mut self) -> Result<usize, RouteError> {
+        let mut dump = RuleMessage::default();
+        dump.header.family = AddressFamily::Inet;
+        let mut rules = Vec::new();
+        let result = self.send(RouteNetlinkMessage::GetRule(dump), NLM_F_DUMP).and_then(|sequence| {
+            self.receive(sequence, |reply| {
+                if let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRule(rule)) = reply.payload {
+                    rules.push(rule);
+                }
+            })
+        });
+        result.map_err(|source| RouteError { what: "listing policy rules".into(), source })?;
+        let ours: Vec<RuleMessage> = rules
+            .into_iter()
+            .filter(|rule| rule.attributes.contains(&RuleAttribute::Priority(PAIR_RULE_PRIORITY)))
+            .collect();
+        let tables: Vec<u32> = ours
+            .iter()
+            .filter_map(|rule| rule.attributes.iter().find_map(|a| if let RuleAttribute::Table(t) = a { Some(*t) } else { None }))
+            .collect();
+        for rule in &ours {
+            let what = "deleting a policy rule".to_string();
+            match self.request(RouteNetlinkMessage::DelRule(rule.clone()), 0, what) {
+                Err(error) if matches!(error.source.raw_os_error(), Some(libc::ENOENT)) => {}
+                other => other?,
+            }
+        }
+        let mut dump = RouteMessage::default();
+        dump.header.address_family = AddressFamily::Inet;
+        dump.header.table = RouteHeader::RT_TABLE_UNSPEC;
+        for route in self.dump(RouteNetlinkMessage::GetRoute(dump), "listing routes")? {
+            let table = route.attributes.iter().find_map(|a| if let RouteAttribute::Table(t) = a { Some(*t) } else { None });
+            if route.header.protocol == RouteProtocol::Other(ROUTE_PROTOCOL) && table.is_some_and(|t| tables.contains(&t)) {
+                self.delete(route, "deleting a policy route".into())?;
+            }
+        }
+        self.source_tables.clear();
+        self.pair_routes.clear();
+        Ok(ours.len())
     }
 
     /// Replaces the connected subnet route by one with `realm`: packets to
@@ -220,4 +324,19 @@ impl RouteTable {
         result.map_err(|source| RouteError { what: what.to_string(), source })?;
         Ok(routes)
     }
+}
+
+/// `from SRC/32 lookup TABLE pref 1730 proto 173`.
+fn source_rule(src: Ipv4Addr, table: u32) -> RuleMessage {
+    let mut rule = RuleMessage::default();
+    rule.header.family = AddressFamily::Inet;
+    rule.header.src_len = 32;
+    rule.header.action = RuleAction::ToTable;
+    rule.attributes = vec![
+        RuleAttribute::Source(IpAddr::V4(src)),
+        RuleAttribute::Priority(PAIR_RULE_PRIORITY),
+        RuleAttribute::Table(table),
+        RuleAttribute::Protocol(RouteProtocol::Other(ROUTE_PROTOCOL)),
+    ];
+    rule
 }
