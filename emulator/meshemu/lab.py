@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import hwsim, medium, procs, routing
+from . import hwsim, medium, procs, queueing, routing
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
@@ -155,6 +155,7 @@ class Lab:
                     topology.lab_config(lab_name, run_dir_of(lab_name)))
         self.backend = topology.backend
         self.routing = topology.routing_choice  # the daemons `up` starts (routing.py)
+        self.queueing = topology.queueing  # bpd in every node unless fifo (queueing.py)
 
     def _setup(self, name: str, source: str | None, config: dict[str, Any]) -> None:
         self.name = name
@@ -196,6 +197,7 @@ class Lab:
         lab = cls.__new__(cls)
         lab._setup(name, state.topology, config)
         lab.routing = routing.saved_choice(run_dir)
+        lab.queueing = queueing.saved_choice(run_dir)
         lab.ready = lab._read_ready()
         return lab
 
@@ -264,6 +266,7 @@ class Lab:
                     if inode is not None:
                         current.netns_inodes[namespace] = inode
             routing.start(self)
+            queueing.start(self)
         except BaseException:
             self.down()
             raise
