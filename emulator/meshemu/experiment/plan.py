@@ -87,6 +87,8 @@ class Run:
             "measure": self.measure,
             "sysctl": self.sysctl,
             "quickack": list(self.routes_quickack),
+            # Only when a daemon queues, so runs without one keep their ids.
+            **({"queueing": self.topology.queueing.to_json()} if self.topology.queueing.runs_daemon else {}),
         }
 
     @property
