@@ -140,8 +140,63 @@ def tcp_metrics(samples: list[dict[str, Any]], port: int, window: tuple[int, int
         "rtt_ms": _spread(srtt),
         "cwnd": _spread([float(row["cwnd"]) for row in established]),
         "rto_ms": _spread([row["rto_us"] / 1e3 for row in established]),
+        "in_flight": _spread([float(row["unacked"]) for row in established if "unacked" in row]),
+        "rto_events": sum(start <= t <= end for t in rto_times(rows)),
         "samples": len(inside),
     }
+
+
+# tcp_info's ca_state of a connection after a retransmission timeout (TCP_CA_Loss).
+CA_LOSS = 4
+
+
+def rto_times(rows: list[dict[str, Any]]) -> list[int]:
+    """When the sender's retransmission timer fired, from its tcp_info
+    samples (ns): the connection enters the loss state, which Linux enters
+    on a timeout, or, while in it, its RTO grows by half or more (every
+    further timeout doubles it). A timeout and the recovery from it between
+    two samples go unseen: sample faster than the minimum RTO (200 ms)."""
+    times = []
+    previous = None
+    for row in rows:
+        if row.get("ca_state") == CA_LOSS and previous is not None and (
+                previous["ca_state"] != CA_LOSS or row["rto_us"] >= 1.5 * previous["rto_us"]):
+            times.append(row["time_ns"])
+        previous = row
+    return times
+
+
+def route_metrics(events: list[dict[str, Any]], dst_ip: str, window: tuple[int, int]) -> dict[str, Any]:
+    """The source's route to `dst_ip` over the window (CLOCK_MONOTONIC ns)
+    from its routing daemon's events (aodvd: route_added {dst, hops},
+    route_removed {dst}): `path_hops`, the hop count averaged over the time a
+    route existed; `route_fraction`, the share of the window with a route;
+    `route_changes` (routes installed or changed) and `route_losses` (routes
+    taken out) inside the window."""
+    start, end = window
+    hops: int | None = None
+    since = start
+    weighted = covered = changes = losses = 0
+    ordered = sorted((e for e in events if e.get("dst") == dst_ip and e.get("event") in ("route_added", "route_removed")),
+                     key=lambda e: e["mono_ns"])
+    for event in ordered + [{"mono_ns": end, "event": "end"}]:
+        at = min(max(event["mono_ns"], start), end)
+        if hops is not None:
+            weighted += hops * (at - since)
+            covered += at - since
+        since = at
+        if event["event"] == "end":
+            break
+        inside = start <= event["mono_ns"] <= end
+        if event["event"] == "route_added":
+            hops = int(event["hops"])
+            changes += inside
+        else:
+            hops = None
+            losses += inside
+    return {"path_hops": weighted / covered if covered else None,
+            "route_fraction": covered / (end - start) if end > start else None,
+            "route_changes": changes, "route_losses": losses}
 
 
 def iperf3_received_bytes(server: dict[str, Any] | None) -> int | None:
