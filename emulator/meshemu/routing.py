@@ -224,6 +224,22 @@ def control_overhead(lab: "Lab") -> tuple[int, int] | None:
     return (sum(b for b, _ in totals), sum(p for _, p in totals))
 
 
+def save_outputs(lab: "Lab", directory: Path) -> list[Path]:
+    """Copies what the routing daemons wrote about the run (aodvd: events and
+    counters of every node) to `directory` as `<node>.aodv-events.jsonl` and
+    `<node>.aodv.json`, before the lab's run directory goes away."""
+    saved = []
+    for node in lab:
+        for name in (AODV_EVENTS, AODV_COUNTERS):
+            source = lab.run_dir / "nodes" / node.name / name
+            if source.exists():
+                directory.mkdir(parents=True, exist_ok=True)
+                target = directory / f"{node.name}.{name}"
+                shutil.copyfile(source, target)
+                saved.append(target)
+    return saved
+
+
 def refresh_counters(lab: "Lab", timeout: float = 2.0) -> None:
     """Asks the aodvd processes this Lab object started for fresh counters
     (SIGUSR1) and waits until their files were rewritten."""
