@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from .. import medium
+from .. import medium, routing
 from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
+from .. import queueing
 from . import metrics, pcap
 from .plan import Flow, Run
 
@@ -35,6 +36,10 @@ LEAD_S = 1.5
 # exchange over a congested multi-hop path) before they are stopped.
 CLIENT_GRACE_S = 10.0
 PROCESS_GRACE_S = 3.0
+# The queueing daemons' final counters, per node, among a run's artefacts.
+QUEUEING_FILE = "bpd.json"
+# Where a run keeps its routing daemons' events and counters.
+ROUTING_DIR = "routing"
 
 
 class Interrupted(MeshemuError):
@@ -324,6 +329,7 @@ class Execution:
         snapshots: list[dict[str, Any]] = []
         lateness = None
         overhead = None
+        queue_counters = None
         try:
             self.phase = "bringing up the lab"
             lab.up()
@@ -351,6 +357,9 @@ class Execution:
             # iperf3 and tfrc servers end after the client's final exchange.
             self._wait_exit({"server"}, CLIENT_GRACE_S)
             overhead = control_overhead(lab)
+            if lab.queueing.runs_daemon:
+                queue_counters = queueing.stop(lab)
+            routing.save_outputs(lab, self.dir / ROUTING_DIR)
         finally:
             self.phase = "tearing down"
             self._terminate()
@@ -358,7 +367,7 @@ class Execution:
             for file in self.files:
                 file.close()
         self._record_processes()
-        return self._outcome(snapshots, lateness, overhead, started_at)
+        return self._outcome(snapshots, lateness, overhead, queue_counters, started_at)
 
     def _schedule(self) -> list[tuple[int, str, Flow | None]]:
         """(run time ns, action, flow), in order; snapshots come first at equal times."""
@@ -395,7 +404,8 @@ class Execution:
         return f"{name} exited with {code}: {detail[0]}"
 
     def _outcome(self, snapshots: list[dict[str, Any]], lateness: dict[str, Any] | None,
-                 overhead: tuple[int, int] | None, started_at: float) -> Outcome:
+                 overhead: tuple[int, int] | None, queue_counters: dict[str, Any] | None,
+                 started_at: float) -> Outcome:
         run = self.run
         failures = [text for text in (self._failure(s) for s in self.started) if text]
         if failures:
@@ -419,6 +429,8 @@ class Execution:
             "control_bytes": overhead[0], "control_packets": overhead[1],
             "normalized_overhead": overhead[1] / delivered if delivered else None,
         }
+        if queue_counters is not None:
+            result["queueing"] = self._queueing_metrics(flows, queue_counters)
         if run.measure["sim_reference"]:
             self._add_sim_reference(flows)
         clean = {key: value for key, value in (lateness or {}).items() if key != "ok"}
@@ -430,6 +442,8 @@ class Execution:
                                 "hops": flow.hops}
         start, end = self._window_ns(flow)
         base["window_s"] = (end - start) / NS
+        if flow.dst is not None:
+            base.update(self._route_metrics(flow))
         path = self.dir / flow.name
         if flow.kind == "command":
             code = next((s.process.poll() for s in self.started if s.flow is flow), None)
@@ -458,6 +472,29 @@ class Execution:
         return {**base, **metrics.tfrc_metrics(metrics.read_jsonl(Path(f"{path}.recv.jsonl")),
                                                sender[-1] if sender else None,
                                                metrics.read_jsonl(Path(f"{path}.trace.jsonl")), window_s)}
+
+    def _route_metrics(self, flow: Flow) -> dict[str, Any]:
+        """The source's route to the destination over the flow's window, from
+        its routing daemon's events (nothing without such events)."""
+        assert flow.src is not None and flow.dst is not None
+        events = metrics.read_jsonl(self.dir / ROUTING_DIR / f"{flow.src}.{routing.AODV_EVENTS}")
+        if not events:
+            return {}
+        mono_start = int(self.t0_mono * NS) + max(self.run.warmup_ns, flow.start_ns)
+        mono_end = int(self.t0_mono * NS) + flow.stop_ns
+        return metrics.route_metrics(events, self._ip(flow.dst), (mono_start, mono_end))
+
+    def _queueing_metrics(self, flows: list[dict[str, Any]], per_node: dict[str, Any]) -> dict[str, Any]:
+        """bpd's counters summed per bpd flow (queueing.summary); each traffic
+        flow gets its class's counters at its source (`released` there is
+        what the source injected into the network)."""
+        (self.dir / QUEUEING_FILE).write_text(json.dumps(per_node))
+        choice = self.run.topology.queueing
+        for record in flows:
+            if record["kind"] != "command":
+                record["queueing"] = queueing.source_counters(choice, per_node, record["src"], self._ip(record["src"]),
+                                                              self._ip(record["dst"]))
+        return queueing.summary(choice, per_node)
 
     def _ip(self, node: str) -> str:
         return str(self.run.topology.node(node).ipv4)
