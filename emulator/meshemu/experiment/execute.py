@@ -338,6 +338,7 @@ class Execution:
             self.phase = "starting receivers"
             self.t0_wall_ns = time.time_ns() + int(LEAD_S * NS)
             self.t0_mono = time.monotonic() + LEAD_S
+            self._write_clock(lab)
             self._start_receivers(lab)
             self.phase = "running"
             for when_ns, action, flow in self._schedule():
@@ -368,6 +369,19 @@ class Execution:
                 file.close()
         self._record_processes()
         return self._outcome(snapshots, lateness, overhead, queue_counters, started_at)
+
+    def _write_clock(self, lab: Lab) -> None:
+        """`clock.json`: the run's time 0 and the medium's model time 0 (when
+        scripted moves happen) on the wall clock (tcp_info samples, captures)
+        and on CLOCK_MONOTONIC (routing daemons' events), so artefacts can be
+        put on one time axis."""
+        before_wall, before_mono = time.time_ns(), time.monotonic_ns()
+        model_ns = lab.status()["time_ns"]
+        after_wall, after_mono = time.time_ns(), time.monotonic_ns()
+        clock = {"run_t0_wall_ns": self.t0_wall_ns, "run_t0_mono_ns": int(self.t0_mono * NS),
+                 "model_t0_wall_ns": (before_wall + after_wall) // 2 - model_ns,
+                 "model_t0_mono_ns": (before_mono + after_mono) // 2 - model_ns}
+        (self.dir / "clock.json").write_text(json.dumps(clock))
 
     def _schedule(self) -> list[tuple[int, str, Flow | None]]:
         """(run time ns, action, flow), in order; snapshots come first at equal times."""
