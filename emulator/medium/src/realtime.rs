@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use meshemu_model::{
-    Action, AirFrame, Dest, Frame, LinkInfo, LinkOverride, Medium, NodeId, NodeStats, RadioConfig, Time, TxOutcome,
+    Action, AirFrame, Dest, Frame, LinkInfo, LinkOverride, Medium, NodeId, RadioConfig, Time, TxOutcome,
 };
-use meshemu_radiostats::{NodeCounters, PeerEntry, Writer, BY_NETNS_DIR, PAGE_FILE_NAME};
+use meshemu_radiostats::{PeerEntry, Writer, BY_NETNS_DIR, PAGE_FILE_NAME};
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::signal::{SigSet, Signal};
@@ -141,7 +141,7 @@ impl<P: Clone> Service<P> {
             let mut page = Writer::create(&dir.join(PAGE_FILE_NAME), i as u32, n as u32)?;
             // Published once at start, so the peer table has its addresses before any traffic.
             fill_peers(&medium, i, &macs, &mut peers);
-            page.update(0, &node_counters(medium.stats(i)), &peers);
+            page.update(0, medium.stats(i), &peers);
             pages.push(page);
         }
         create_dirs(Path::new(BY_NETNS_DIR), 0o755)?;
@@ -190,67 +190,6 @@ impl Drop for RemoveOnDrop {
 
 fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(mode).create(dir).with_context(|| format!("creating {}", dir.display()))
-}
-
-/// The model's statistics in the page's layout (same names, same order).
-pub fn node_counters(stats: &NodeStats) -> NodeCounters {
-    // Destructured so that a counter added to the model fails to compile here.
-    let NodeStats {
-        tx_data_frames,
-        tx_broadcast_frames,
-        tx_bytes,
-        rx_frames,
-        rx_bytes,
-        rx_duplicates,
-        overheard_frames,
-        data_attempts,
-        rts_attempts,
-        cts_sent,
-        acks_sent,
-        cts_timeouts,
-        ack_timeouts,
-        retry_drops,
-        queue_drops,
-        rx_collisions,
-        rx_errors,
-        rx_weak,
-        backoffs,
-        defers,
-        busy_ns,
-        tx_ns,
-        queue_len,
-        queue_len_max,
-        rts_attempts_hist,
-        data_attempts_hist,
-    } = stats.clone();
-    NodeCounters {
-        tx_data_frames,
-        tx_broadcast_frames,
-        tx_bytes,
-        rx_frames,
-        rx_bytes,
-        rx_duplicates,
-        overheard_frames,
-        data_attempts,
-        rts_attempts,
-        cts_sent,
-        acks_sent,
-        cts_timeouts,
-        ack_timeouts,
-        retry_drops,
-        queue_drops,
-        rx_collisions,
-        rx_errors,
-        rx_weak,
-        backoffs,
-        defers,
-        busy_ns,
-        tx_ns,
-        queue_len,
-        queue_len_max,
-        rts_attempts_hist,
-        data_attempts_hist,
-    }
 }
 
 fn monotonic_ns() -> u64 {
@@ -576,7 +515,7 @@ impl<T: Port> Driver<T> {
     fn publish_stats(&mut self, now: Time) {
         self.lab.medium.take_touched(&mut self.touched);
         for &node in &self.touched {
-            let counters = node_counters(self.lab.medium.stats(node));
+            let counters = *self.lab.medium.stats(node);
             fill_peers(&self.lab.medium, node, &self.macs, &mut self.peer_scratch);
             self.lab.pages[node].update(now, &counters, &self.peer_scratch);
         }
@@ -798,7 +737,7 @@ impl<T: Port> Driver<T> {
 
     fn node_stats_json(&self, node: usize) -> Value {
         let medium = &self.lab.medium;
-        let mut value = serde_json::to_value(node_counters(medium.stats(node))).expect("counters serialize");
+        let mut value = serde_json::to_value(medium.stats(node)).expect("counters serialize");
         let mut peers = vec![PeerEntry::default(); self.names.len()];
         fill_peers(medium, node, &self.macs, &mut peers);
         let peers: Vec<Value> = peers

@@ -27,7 +27,7 @@ pub mod stats;
 pub use config::{ConfigError, LinkOverride, MacAddr, MacConfig, MediumConfig, MobilityConfig, NodeConfig, Propagation, RadioConfig};
 pub use medium::{Action, AirFrame, Dest, Frame, FrameKind, LinkInfo, Medium, TxOutcome};
 pub use phy::Phy;
-pub use stats::{NodeStats, PeerStats};
+pub use stats::{NodeCounters, PeerStats};
 
 /// Nanoseconds since the start of the run.
 pub type Time = u64;

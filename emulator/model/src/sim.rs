@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{parse_json, ConfigError, MediumConfig};
 use crate::medium::{Action, AirFrame, Dest, Frame, FrameKind, Medium, TxOutcome};
 use crate::rng::{self, Purpose, Stream};
-use crate::stats::NodeStats;
+use crate::stats::NodeCounters;
 use crate::{NodeId, Time};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,7 +133,7 @@ pub struct DelaySummary {
 pub struct NodeOutput {
     pub name: String,
     #[serde(flatten)]
-    pub stats: NodeStats,
+    pub stats: NodeCounters,
 }
 
 impl Scenario {
@@ -401,7 +401,7 @@ impl Driver {
                 hops: f.hops,
             })
             .collect();
-        let nodes = scenario.medium.nodes.iter().enumerate().map(|(i, nc)| NodeOutput { name: nc.name.clone(), stats: self.medium.stats(i).clone() }).collect();
+        let nodes = scenario.medium.nodes.iter().enumerate().map(|(i, nc)| NodeOutput { name: nc.name.clone(), stats: *self.medium.stats(i) }).collect();
         let digest = self.digest.finalize();
         SimOutput {
             seed: scenario.medium.seed,

@@ -23,7 +23,7 @@ use crate::config::{ConfigError, LinkOverride, MacConfig, MediumConfig, Propagat
 use crate::mobility::Mobility;
 use crate::phy::{self, MacTimings};
 use crate::rng::{self, Purpose, Stream};
-use crate::stats::{NodeStats, PeerStats};
+use crate::stats::{NodeCounters, PeerStats};
 use crate::{NodeId, Time};
 
 /// Destination of a frame handed down by a node.
@@ -318,7 +318,7 @@ struct Node<P> {
     backoff_rng: Stream,
     bit_error_rng: Stream,
     shadowing_rng: Stream,
-    stats: NodeStats,
+    stats: NodeCounters,
 }
 
 /// The emulated medium: every node's PHY and MAC, and the channel between.
@@ -391,7 +391,7 @@ impl<P: Clone> Medium<P> {
                     backoff_rng: rng::stream(seed, Purpose::Backoff, i as u64, 0),
                     bit_error_rng: rng::stream(seed, Purpose::BitErrors, i as u64, 0),
                     shadowing_rng: rng::stream(seed, Purpose::ShadowingFrame, i as u64, 0),
-                    stats: NodeStats::default(),
+                    stats: NodeCounters::default(),
                     radio,
                 }
             })
@@ -562,7 +562,7 @@ impl<P: Clone> Medium<P> {
         }
     }
 
-    pub fn stats(&self, node: NodeId) -> &NodeStats {
+    pub fn stats(&self, node: NodeId) -> &NodeCounters {
         &self.nodes[node].stats
     }
 

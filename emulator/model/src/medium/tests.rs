@@ -117,7 +117,7 @@ fn frame_arriving_before_difs_elapsed_backs_off_in_whole_slots_after_difs() {
 /// Sends a broadcast from node 0 at 10 µs (so it backs off) and, if given,
 /// a broadcast from node 1 at `other_at`; returns node 0's transmit time,
 /// the end of node 1's frame at node 0, and node 0's stats.
-fn backoff_run(seed: u64, other_at: Option<Time>) -> (Time, Time, NodeStats) {
+fn backoff_run(seed: u64, other_at: Option<Time>) -> (Time, Time, NodeCounters) {
     let r = no_rts();
     let mut cfg = config(&[0.0, 100.0], &r);
     cfg.seed = seed;
