@@ -1,0 +1,3 @@
+//! COPAS routing daemon.
+
+pub mod packet;
