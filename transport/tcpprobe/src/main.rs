@@ -17,6 +17,7 @@ use clap::Parser;
 use nix::time::{clock_gettime, ClockId};
 
 use meshemu_tcpprobe::{diag::Diag, sample, uses_port};
+use meshemu_units::parse_duration;
 
 /// TCP_LISTEN in the kernel's tcp_states.h.
 const TCP_LISTEN: u8 = 10;
@@ -35,22 +36,6 @@ struct Cli {
     duration: Option<Duration>,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, unit) = text.split_at(text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len()));
-    let value: f64 = number.parse().map_err(|_| format!("bad duration '{text}': expected a number and a unit"))?;
-    let scale = match unit {
-        "s" => 1.0,
-        "ms" => 1e-3,
-        "us" => 1e-6,
-        _ => return Err(format!("bad duration '{text}': the unit must be s, ms or us")),
-    };
-    let seconds = value * scale;
-    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1e6 {
-        return Err(format!("bad duration '{text}': must be positive and at most 1e6 s"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -64,6 +49,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     if cli.port == 0 {
         bail!("--port must be a port number from 1 to 65535");
+    }
+    if cli.interval.is_zero() {
+        bail!("--interval must be longer than 0s");
     }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -15,7 +15,6 @@
 //! | [`sender`] | the sender (§4): slow start, equation, X_recv_set, no-feedback timer, RTT/RTO, pacing, the rate cap, RE-TFRC |
 //! | [`re`] | RE-TFRC: the 802.11 saturation delay model r(N) and the rate controller of the paper's Fig. 7 |
 //! | [`net`] | the I/O: the loops behind `tfrc send` / `tfrc recv`, their JSON summaries and traces |
-//! | [`units`] | `150ms`, `2Mbps` on the command line |
 //!
 //! # Using the library
 //!
@@ -154,4 +153,3 @@ pub mod packet;
 pub mod re;
 pub mod receiver;
 pub mod sender;
-pub mod units;

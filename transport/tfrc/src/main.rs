@@ -21,7 +21,7 @@ use meshemu_tfrc::net::{
     self, FlowInterval, FlowSummary, RecvOptions, SendOptions, SenderInterval, SenderSummary,
 };
 use meshemu_tfrc::re::{HopSource, PhyParams, ReConfig};
-use meshemu_tfrc::units::{parse_bit_rate, parse_duration};
+use meshemu_units::{parse_duration, parse_rate_bps};
 
 #[derive(Parser)]
 #[command(
@@ -147,7 +147,7 @@ struct SendArgs {
     #[arg(long, short = 's', default_value_t = 1000)]
     size: usize,
     /// Never send faster than this (the paper's "constrained rate"), e.g. 300kbps.
-    #[arg(long, value_name = "RATE", value_parser = parse_bit_rate)]
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_bps)]
     max_rate: Option<f64>,
     #[arg(long, value_enum, default_value = "tfrc")]
     mode: Mode,

@@ -284,10 +284,10 @@ fn bad_input_gets_a_clear_error() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["send", "127.0.0.1:9", "-t", "10"],
-            "'10' is not a duration: the unit is missing",
+            "bad duration '10': the unit is missing",
         ),
         (
-            &["send", "127.0.0.1:9", "--max-rate", "5MB/s"],
+            &["send", "127.0.0.1:9", "--max-rate", "5Mbit"],
             "unknown unit",
         ),
         (

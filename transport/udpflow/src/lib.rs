@@ -13,7 +13,6 @@
 pub mod header;
 pub mod schedule;
 pub mod stats;
-pub mod units;
 
 pub use header::{Header, HeaderError, HEADER_LEN};
 pub use schedule::Schedule;

@@ -25,7 +25,7 @@ use nix::sys::time::TimeSpec;
 use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
 use serde::Serialize;
 
-use meshemu_udpflow::units::{parse_duration_ns, parse_rate_bps, parse_size_bytes};
+use meshemu_units::{parse_duration, parse_rate_bps, parse_size_bytes, UnitError};
 use meshemu_udpflow::{FlowStats, FlowSummary, Header, IntervalStats, Schedule, Window, HEADER_LEN};
 
 #[derive(Parser)]
@@ -75,13 +75,13 @@ struct SendArgs {
     #[arg(long, value_name = "HOST:PORT")]
     dst: String,
     /// Payload rate: 2Mbps, 800KB/s, or bit/s.
-    #[arg(long, value_parser = parse_rate_bps)]
+    #[arg(long, value_parser = whole_bps)]
     rate: u64,
     /// UDP payload per packet, header included: 1460, 1460B.
     #[arg(long, value_parser = parse_size_bytes)]
     size: u64,
     /// How long to send: 60s, 500ms.
-    #[arg(long, value_parser = parse_duration_ns)]
+    #[arg(long, value_parser = duration_ns)]
     duration: u64,
     /// Flow identifier carried in every packet.
     #[arg(long, default_value_t = 1)]
@@ -96,10 +96,10 @@ struct RecvArgs {
     #[arg(long)]
     port: u16,
     /// Interval reports every DURATION (0s: none).
-    #[arg(long, default_value = "1s", value_parser = parse_duration_ns)]
+    #[arg(long, default_value = "1s", value_parser = duration_ns)]
     interval: u64,
     /// Stop after DURATION (default: at SIGINT or SIGTERM).
-    #[arg(long, value_parser = parse_duration_ns)]
+    #[arg(long, value_parser = duration_ns)]
     duration: Option<u64>,
     #[command(flatten)]
     measure: Measure,
@@ -164,9 +164,22 @@ struct SenderSummary {
     interrupted: bool,
 }
 
+/// The largest UDP payload of one IPv4 datagram.
+const MAX_PAYLOAD: u64 = 65_507;
+
+/// Whole bit/s, as the schedule counts them.
+fn whole_bps(text: &str) -> Result<u64, UnitError> {
+    parse_rate_bps(text).map(|bps| bps.round() as u64)
+}
+
+fn duration_ns(text: &str) -> Result<u64, UnitError> {
+    parse_duration(text).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 fn send(args: SendArgs) -> Result<()> {
-    if (args.size as usize) < HEADER_LEN {
-        bail!("--size {} is smaller than the {HEADER_LEN}-byte header", args.size);
+    if (args.size as usize) < HEADER_LEN || args.size > MAX_PAYLOAD {
+        bail!("--size {} is not between the {HEADER_LEN}-byte header and {MAX_PAYLOAD} bytes (the largest UDP payload)",
+              args.size);
     }
     let window = args.measure.window()?;
     let dst = args
