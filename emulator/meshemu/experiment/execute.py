@@ -410,8 +410,12 @@ class Execution:
             return None
         name = f"{started.role} of flow {started.flow.name} ({started.process.argv[0]})"
         if started.stopped:
-            # A server still waiting at the very end has delivered its data; a client has not.
-            return None if started.role == "server" else f"{name} did not finish {CLIENT_GRACE_S:.0f} s after its stop"
+            # A server still waiting at the very end has delivered its data; a client has not. A TCP
+            # client still sending (starved, or its connection set up late, as under backpressure) is
+            # measured all the same by its tcp_info samples (client_finished: false).
+            if started.role == "server" or (started.role == "client" and started.flow.kind == "tcp"):
+                return None
+            return f"{name} did not finish {CLIENT_GRACE_S:.0f} s after its stop"
         if code == 0:
             return None
         detail = started.stderr.read_text(errors="replace").strip().splitlines()[-1:] or ["no error output"]
@@ -467,6 +471,7 @@ class Execution:
             samples = metrics.read_jsonl(Path(f"{path}.tcpinfo.jsonl"))
             found = metrics.tcp_metrics(samples, flow.port, (start, end))
             found["received_bytes"] = metrics.iperf3_received_bytes(metrics.read_json(Path(f"{path}.server.json")))
+            found["client_finished"] = not any(s.stopped for s in self.started if s.flow is flow and s.role == "client")
             if self.run.measure["capture"] and flow.src is not None:
                 events = pcap.tcp_events(Path(f"{path}.pcap"), self._ip(flow.src), flow.port)
                 Path(f"{path}.events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
