@@ -42,6 +42,9 @@ COUNTERS = "bpd.json"
 LOG = "bpd.log"
 ORACLE = "bpd-oracle"
 QUEUE_NUM = 0
+# bpd forgets a flow idle this long, with its per-flow counters: in a lab keep
+# them for the lab's life, so that a run's final counters name every flow.
+FLOW_IDLE = "3600s"
 READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to write its first counters
 STOP_TIMEOUT = 10.0  # seconds for every daemon to hand back its packets and write its last counters
 # Per-flow counters a run record keeps (routing/backpressure/README.md, "Counters").
@@ -88,7 +91,8 @@ class QueueingChoice:
 
     def argv(self, program: str, counters: Path, oracle: Path) -> list[str]:
         """bpd's arguments in one node."""
-        argv = [program, "--mode", self.mode, "--queue-num", str(QUEUE_NUM), "--counters", str(counters)]
+        argv = [program, "--mode", self.mode, "--queue-num", str(QUEUE_NUM), "--flow-idle", FLOW_IDLE,
+                "--counters", str(counters)]
         for key, value in self.options.items():
             argv += [_OPTIONS[key], f"{value}ns" if key in _DURATIONS else str(value)]
         if self.knowledge == "oracle":
@@ -201,8 +205,7 @@ def source_counters(choice: QueueingChoice, per_node: dict[str, dict[str, Any]],
                     dst_ip: str) -> dict[str, int] | None:
     """The counters of a traffic flow's class at its source node: `released`
     there is what the source injected into the network. None when the class
-    is not the traffic flow's own (next-hop, previous-hop) or was forgotten
-    (idle for bpd's --flow-idle)."""
+    is not the traffic flow's own (next-hop, previous-hop)."""
     key = {"source": src_ip, "destination": dst_ip}.get(choice.options.get("classify", "source"))
     node_counters = per_node.get(src)
     if key is None or node_counters is None:
