@@ -146,3 +146,25 @@ def test_fig1_break_is_detected_by_hello_loss_and_repaired_through_f(write):
               f"{rediscovery[0]:.2f} s, new 5-hop route via F at {repaired[0]:.2f} s (disconnection "
               f"{repaired[0] - detect_s:.2f} s after detection); {after_repair} bytes carried after the repair; "
               f"routing overhead {control_overhead(lab)} (bytes, packets)")
+
+
+def test_quickack_marks_every_route_aodvd_installs_and_keeps_the_catch_all_realm(write):
+    """Delayed ACKs off under AODV (experiments ask for it this way): the
+    catch-all keeps realm 654, so packets without a route are still held,
+    and the host routes found later carry quickack 1."""
+    import dataclasses
+
+    from meshemu.topology import load_topology
+
+    topology = load_topology(write("aodv3.yaml", "name: aodvqa\nrouting: aodv\nseed: 1\n"
+                                                "generate: {kind: chain, n: 3, spacing: 200m}\n"))
+    choice = dataclasses.replace(topology.routing_choice, options={"quickack": True})
+    with Lab(dataclasses.replace(topology, routing_choice=choice)) as lab:
+        wait_hellos(lab)
+        result = lab["n0"].run(["ping", "-c", "2", "-W", "10", "n2"], timeout=30)
+        assert result.returncode == 0, result.stdout + result.stderr
+        routes = lab["n2"].run(["ip", "route"], check=True).stdout.splitlines()
+        catch_all = next(line for line in routes if line.startswith("10.0.0.0/16"))
+        assert "realm 654" in catch_all and "quickack 1" in catch_all, routes
+        host = next(line for line in routes if line.startswith("10.0.0.1 via 10.0.0.2"))
+        assert "quickack 1" in host, routes

@@ -204,3 +204,17 @@ def test_a_bad_scale_is_an_error_at_its_line_and_an_unknown_one_lists_the_known(
     with pytest.raises(ConfigError) as caught:
         _plan(path, scale="paper")
     assert "no scale 'paper'" in str(caught.value) and "broken, full" in str(caught.value)
+
+
+def test_delayed_acks_off_under_aodv_is_the_daemons_job_and_babeld_cannot(write):
+    tcp = "traffic:\n  - {kind: tcp, src: n0, dst: n3, cc: reno, delayed_ack: off}\n"
+    static = _plan(write("exp.yaml", CHAIN + tcp)).runs[0]
+    assert static.routes_quickack == ("n3",) and "routing_daemon" not in static.config
+    aodv = _plan(write("exp.yaml", CHAIN.replace("spacing: 200m}", "spacing: 200m}\n  routing: aodv") + tcp)).runs[0]
+    # aodvd marks every route it installs; the runner must not rewrite a daemon's routes.
+    assert aodv.routes_quickack == ()
+    assert aodv.topology.routing_choice.options == {"quickack": True}
+    assert aodv.config["routing_daemon"] == {"name": "aodv", "options": {"quickack": True}}
+    with pytest.raises(ConfigError) as caught:
+        _plan(write("exp.yaml", CHAIN.replace("spacing: 200m}", "spacing: 200m}\n  routing: babeld") + tcp))
+    assert "exp.yaml:3:" in str(caught.value) and "babeld installs its routes without it" in str(caught.value)

@@ -49,6 +49,15 @@ BABELD_PROGRAM = "babeld"
 READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
 
 # Topology option -> aodvd [aodv] key and the factor from the schema's unit (ns for times).
+# Options that belong to aodvd's [daemon] table, not the protocol's [aodv]:
+# `quickack` (every route it installs gets quickack 1), which experiments
+# set when a TCP flow asks for delayed ACKs off.
+AODV_DAEMON_KEYS = ("quickack",)
+# Routing choices whose routes a daemon installs, and those of them that can
+# mark every route with quickack themselves.
+DAEMON_ROUTING = ("aodv", "babeld")
+QUICKACK_DAEMONS = ("aodv",)
+
 _AODV_KEYS = {
     "hello_interval": ("hello_interval_ms", 1e-6),
     "active_route_timeout": ("active_route_timeout_ms", 1e-6),
@@ -115,11 +124,14 @@ def node_dir(lab: "Lab", node: "Node") -> Path:
 def _aodv_config(lab: "Lab", node: "Node", options: dict[str, Any]) -> Path:
     directory = node_dir(lab, node)
     seed = int(lab.config["medium"]["seed"]) * 1_000_003 + node.index
+    protocol = {key: value for key, value in options.items() if key not in AODV_DAEMON_KEYS}
+    daemon = {key: value for key, value in options.items() if key in AODV_DAEMON_KEYS}
     lines = ["[aodv]"]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(options.items())]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(protocol.items())]
     lines += ["", "[daemon]", 'interface = "wlan0"', f"seed = {seed % 2**63}",
               f"counters = {json.dumps(str(directory / AODV_COUNTERS))}",
               f"events = {json.dumps(str(directory / AODV_EVENTS))}"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(daemon.items())]
     path = directory / "aodvd.toml"
     path.write_text("\n".join(lines) + "\n")
     return path

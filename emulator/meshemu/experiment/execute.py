@@ -562,8 +562,8 @@ def _counters(nodes: dict[str, Any]) -> dict[str, Any]:
 def set_quickack(node: Node, ip: str) -> None:
     """Delayed ACKs "off": Linux has no switch for it, but a route with
     `quickack 1` makes the receiver acknowledge every segment at once. Every
-    route of the node's main table gets it (routes added later by a routing
-    daemon do not)."""
+    route of the node's main table gets it, realms kept (routes a routing
+    daemon adds are its own to mark: plan.py asks aodvd to)."""
     routes = json.loads(node.run([ip, "-j", "route", "show"], timeout=10, check=True).stdout or "[]")
     for route in routes:
         argv = [ip, "route", "replace", route["dst"]]
@@ -576,4 +576,6 @@ def set_quickack(node: Node, ip: str) -> None:
                 argv += [word, str(route[key])]
         if "onlink" in route.get("flags", []):
             argv.append("onlink")
+        if "to" in route.get("flow", {}):  # the realm (`ip -j` writes it as flow.to)
+            argv += ["realm", str(route["flow"]["to"])]
         node.run(argv + ["quickack", "1"], timeout=10, check=True)

@@ -14,6 +14,7 @@ no Linux congestion control at all is an error, as is a plan with no run left.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 
 from .. import medium
 from ..errors import ConfigError, Problem
+from ..routing import DAEMON_ROUTING, QUICKACK_DAEMONS
 from ..schema import StrictModel
 from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
 from ..sweep import expand, inline_topology_file, seeds_of, sweep_paths
@@ -80,6 +82,9 @@ class Run:
         return {
             "medium": self.topology.medium,
             "routing": self.topology.routing,
+            # Only when a daemon routes, so runs with static routes keep their ids.
+            **({"routing_daemon": self.topology.routing_choice.to_json()}
+               if self.topology.routing_choice.name in DAEMON_ROUTING else {}),
             "nodes": [{"name": node.name, "ipv4": str(node.ipv4)} for node in self.topology.nodes],
             "duration_ns": self.duration_ns,
             "warmup_ns": self.warmup_ns,
@@ -232,6 +237,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
         hops = hop_counts(links(topology.medium), len(topology.nodes))
         try:
             flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
+            topology, quickack = _quickack_by_routing(document, topology, quickack)
         except _Unavailable as exc:
             unavailable.extend(exc.problems)
             skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in exc.problems)))
@@ -242,6 +248,25 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
 
 
 TRAFFIC_KINDS = {"tcp", "udp", "tfrc", "command"}
+
+
+def _quickack_by_routing(document: Document, topology: Topology,
+                         nodes: tuple[str, ...]) -> tuple[Topology, tuple[str, ...]]:
+    """Delayed ACKs off needs `quickack 1` on the routes the receivers use.
+    Static (and subnet-only) routes exist when the lab is up: the runner
+    marks them in `nodes`. A daemon's routes come and go while it runs, so
+    marking them from outside would race it: aodvd marks every route it
+    installs itself (a daemon's settings are per lab, so in every node).
+    babeld cannot."""
+    choice = topology.routing_choice
+    if not nodes or choice.name not in DAEMON_ROUTING:
+        return topology, nodes
+    if choice.name in QUICKACK_DAEMONS:
+        marked = dataclasses.replace(choice, options={**choice.options, "quickack": True})
+        return dataclasses.replace(topology, routing_choice=marked), ()
+    raise document.error(("topology", "routing"), f"delayed_ack: off needs quickack on the routes the receiver "
+                         f"uses, and {choice.name} installs its routes without it: use delayed_ack: on, or "
+                         f"routing {' or '.join(QUICKACK_DAEMONS)} or static")
 
 
 def _without_kind_tags(errors: list[Any]) -> list[Any]:

@@ -97,6 +97,7 @@ pub fn run<P: Protocol>(
     let queue = PacketQueue::bind(config.queue, COPY_RANGE, QUEUE_MAX_LEN)
         .with_context(|| format!("binding NFQUEUE {}", config.queue))?;
     let mut routes = RouteTable::open(interface).context("opening rtnetlink")?;
+    routes.set_quickack(config.quickack);
     let leftovers = routes.flush_host_routes()? + routes.flush_pair_routes()?;
     if leftovers > 0 {
         warn!(leftovers, "deleted host routes left by an earlier run");

@@ -46,6 +46,9 @@ pub struct DataPath {
     /// Seed of every random choice of the protocol (jitter).
     pub seed: u64,
     pub iptables: String,
+    /// Every route the daemon installs gets `quickack 1` (delayed ACKs off
+    /// for TCP receivers using it, as far as Linux allows).
+    pub quickack: bool,
 }
 
 impl Default for DataPath {
@@ -65,6 +68,7 @@ impl Default for DataPath {
             radio_stats: None,
             seed: 0,
             iptables: "iptables".into(),
+            quickack: false,
         }
     }
 }

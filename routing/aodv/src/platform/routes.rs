@@ -10,8 +10,8 @@ use netlink_packet_core::{
     NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_REPLACE, NLM_F_REQUEST,
 };
 use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteRealm, RouteScope,
-    RouteType,
+    RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteMetric, RouteProtocol, RouteRealm,
+    RouteScope, RouteType,
 };
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
@@ -60,6 +60,9 @@ pub struct RouteTable {
     /// `from SRC` rule each) and the next hop of each pair installed.
     source_tables: HashMap<Ipv4Addr, u32>,
     pair_routes: HashMap<(Ipv4Addr, Ipv4Addr), Ipv4Addr>,
+    /// Routes we add carry `quickack 1`: a TCP receiver using them ACKs every
+    /// segment at once (Linux's only way to turn delayed ACKs off).
+    quickack: bool,
 }
 
 impl RouteTable {
@@ -74,7 +77,21 @@ impl RouteTable {
             buffer: vec![0; 64 * 1024],
             source_tables: HashMap::new(),
             pair_routes: HashMap::new(),
+            quickack: false,
         })
+    }
+
+    /// Every route added from now on gets `quickack 1` (or not).
+    pub fn set_quickack(&mut self, quickack: bool) {
+        self.quickack = quickack;
+    }
+
+    /// `ip route replace ROUTE [quickack 1]`.
+    fn add(&mut self, mut route: RouteMessage, what: String) -> Result<(), RouteError> {
+        if self.quickack {
+            route.attributes.push(RouteAttribute::Metrics(vec![RouteMetric::QuickAck(1)]));
+        }
+        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
     }
 
     fn route(&self, dst: Ipv4Addr, prefix_len: u8, protocol: RouteProtocol, scope: RouteScope) -> RouteMessage {
@@ -96,7 +113,7 @@ impl RouteTable {
     pub fn set_host_route(&mut self, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<(), RouteError> {
         let route = self.host_route(dst, next_hop);
         let what = format!("route to {dst} via {next_hop}");
-        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
+        self.add(route, what)
     }
 
     /// `DST/32 [via NEXT_HOP onlink] dev IF proto 173` in the main table.
@@ -139,7 +156,7 @@ impl RouteTable {
         route.header.table = RouteHeader::RT_TABLE_UNSPEC;
         route.attributes.push(RouteAttribute::Table(table));
         let what = format!("route from {src} to {dst} via {next_hop} (table {table})");
-        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)?;
+        self.add(route, what)?;
         Ok(self.pair_routes.insert((src, dst), next_hop).is_none())
     }
 
@@ -204,7 +221,7 @@ impl RouteTable {
         self.delete(connected, "deleting the connected subnet route".into())?;
         let catch_all = self.connected_route(RouteProtocol::Other(ROUTE_PROTOCOL), Some(realm));
         let what = format!("adding the catch-all subnet route with realm {realm}");
-        self.request(RouteNetlinkMessage::NewRoute(catch_all), NLM_F_CREATE | NLM_F_REPLACE, what)
+        self.add(catch_all, what)
     }
 
     /// Puts the connected subnet route back as the kernel made it.
