@@ -107,10 +107,14 @@ class RepairTrace:
     def mono_s(self, mono_ns: int) -> float:
         return (mono_ns - self.model_t0_mono) / NS
 
-    def routing_events(self, node: str, kind: str, **match: Any) -> list[float]:
+    def node_events(self, node: str, kind: str, **match: Any) -> list[tuple[float, dict[str, Any]]]:
+        """(model time, event) of a node's AODV events of one kind whose fields match."""
         path = self.dir / "routing" / f"{node}.{AODV_EVENTS}"
-        return [self.mono_s(e["mono_ns"]) for e in read_jsonl(path)
+        return [(self.mono_s(e["mono_ns"]), e) for e in read_jsonl(path)
                 if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+    def routing_events(self, node: str, kind: str, **match: Any) -> list[float]:
+        return [t for t, _ in self.node_events(node, kind, **match)]
 
     # --- what happened when ---
 
@@ -129,13 +133,17 @@ class RepairTrace:
         if not detected:
             raise ValueError(f"{UPSTREAM} never lost its link to {DESTINATION}")
         detect = detected[0]
-        first = lambda times: next((t for t in sorted(times) if t >= detect), None)  # noqa: E731
+
+        def first(times: list[float]) -> float | None:
+            """The first of the times at or after the detection."""
+            return next((t for t in sorted(times) if t >= detect), None)
+
         repaired = first(self.routing_events(SOURCE, "discovery_succeeded", dst=dst_ip))
         new_acks = [self.wall_s(e["time_ns"]) for e, new in zip(self.acks, self.newly_acked()) if new > 0]
         last_ack_before = max((t for t in new_acks if t <= detect), default=None)
         first_ack_after = next((t for t in new_acks if repaired is not None and t >= repaired), None)
-        cause = [e for e in read_jsonl(self.dir / "routing" / f"{UPSTREAM}.{AODV_EVENTS}")
-                 if e["event"] == "link_broken" and e.get("neighbor") == dst_ip]
+        cause = [e["cause"] for t, e in self.node_events(UPSTREAM, "link_broken", neighbor=dst_ip) if t == detect]
+        repairs = [e["hops"] for t, e in self.node_events(SOURCE, "discovery_succeeded", dst=dst_ip) if t == repaired]
         return {
             "run_id": self.record["run_id"],
             "lateness_p99_ms": (self.record.get("lateness") or {}).get("p99_ns", 0) / 1e6,
@@ -144,17 +152,14 @@ class RepairTrace:
             "out_of_range_s": broken,
             "last_new_ack_s": last_ack_before,
             "detected_s": detect,
-            "detected_cause": cause[0].get("cause") if cause else None,
+            "detected_cause": cause[0] if cause else None,
             "rerr_sent_s": first(self.routing_events(UPSTREAM, "rerr_sent")),
             "rerr_at_source_s": first(self.routing_events(SOURCE, "rerr_received")),
             "rediscovery_started_s": first(self.routing_events(SOURCE, "discovery_started", dst=dst_ip)),
             "route_via_newcomer_s": first(self.routing_events(UPSTREAM, "route_added", dst=dst_ip,
                                                               next_hop=self.ip[NEWCOMER])),
             "repaired_s": repaired,
-            "repaired_hops": next((e["hops"] for e in read_jsonl(self.dir / "routing" / f"{SOURCE}.{AODV_EVENTS}")
-                                   if e["event"] == "discovery_succeeded" and e.get("dst") == dst_ip
-                                   and repaired is not None and abs(self.mono_s(e["mono_ns"]) - repaired) < 1e-9),
-                                  None),
+            "repaired_hops": repairs[0] if repairs else None,
             "first_new_ack_after_repair_s": first_ack_after,
             "rto_after_break_s": [self.wall_s(t) for t in rto_times(self.samples) if self.wall_s(t) >= broken],
         }
