@@ -223,16 +223,18 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 def skipped_notes(plan: Plan) -> list[str]:
-    """One line per reason why runs of the plan cannot run on this machine."""
-    reasons: dict[str, list[str]] = {}
+    """One line per reason why runs of the plan cannot run on this machine,
+    with the swept values those runs share (variant=vegas)."""
+    by_reason: dict[str, list[dict[str, Any]]] = {}
     for skipped in plan.skipped:
-        label = " ".join(f"{short_name(path, plan.sweep_paths)}={value}" for path, value in skipped.params.items())
-        labels = reasons.setdefault(skipped.reason, [])
-        if label not in labels:
-            labels.append(label)
-    counts = {reason: sum(s.reason == reason for s in plan.skipped) for reason in reasons}
-    return [f"skipping {counts[reason]} run{'s' if counts[reason] != 1 else ''} ({', '.join(labels) or 'every seed'}): "
-            f"{reason}" for reason, labels in reasons.items()]
+        by_reason.setdefault(skipped.reason, []).append(skipped.params)
+    notes = []
+    for reason, params in by_reason.items():
+        shared = [f"{short_name(path, plan.sweep_paths)}={value}" for path, value in params[0].items()
+                  if all(other.get(path) == value for other in params)]
+        what = f"{len(params)} run{'s' if len(params) != 1 else ''}" + (f" ({' '.join(shared)})" if shared else "")
+        notes.append(f"skipping {what}: {reason}")
+    return notes
 
 
 def headline(metrics: dict[str, Any]) -> str:
