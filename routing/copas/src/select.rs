@@ -1,0 +1,171 @@
+//! Choosing paths among the RREQ copies a node collected (pure functions).
+//!
+//! A candidate's contention is the sum of its relays' mu: the two ends are
+//! on every candidate, so leaving them out changes no choice. Ties go to
+//! fewer hops, then to the earlier arrival (the paper's rules).
+
+use std::net::Ipv4Addr;
+
+/// A path a RREQ copy took, listed from the pair's src to its dst.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub path: Vec<Ipv4Addr>,
+    /// Sum of the relays' contention, hundredths.
+    pub contention: u32,
+    /// Order of arrival at the collecting node (0 first).
+    pub arrival: usize,
+}
+
+impl Candidate {
+    pub fn hops(&self) -> usize {
+        self.path.len() - 1
+    }
+
+    pub fn relays(&self) -> &[Ipv4Addr] {
+        &self.path[1..self.path.len() - 1]
+    }
+
+    fn rank(&self) -> (u32, usize, usize) {
+        (self.contention, self.hops(), self.arrival)
+    }
+
+    /// No relay in common with `other` (ends excepted).
+    pub fn disjoint_from(&self, other: &[Ipv4Addr]) -> bool {
+        self.relays().iter().all(|relay| !other.contains(relay))
+    }
+}
+
+/// What a discovery yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Two node-disjoint paths: data on `forward`, the way back on `reverse`.
+    Disjoint { forward: Candidate, reverse: Candidate },
+    /// No two disjoint paths (or the ends are neighbours): one path both ways.
+    Single(Candidate),
+}
+
+/// The two node-disjoint candidates with the least contention sum; the
+/// less contended of them carries the data (the heavier direction: full
+/// segments against ACKs). Without a disjoint pair, the least contended
+/// single path. Ends in range of each other use their direct link both
+/// ways: there is no relay to keep apart.
+pub fn select_pair(candidates: &[Candidate]) -> Option<Selection> {
+    let best = candidates.iter().min_by_key(|c| c.rank())?;
+    if best.hops() == 1 {
+        return Some(Selection::Single(best.clone()));
+    }
+    let mut best_pair: Option<((u32, usize, usize, usize), &Candidate, &Candidate)> = None;
+    for (i, a) in candidates.iter().enumerate() {
+        for b in &candidates[i + 1..] {
+            if !a.disjoint_from(b.relays()) {
+                continue;
+            }
+            let (first, second) = if a.rank() <= b.rank() { (a, b) } else { (b, a) };
+            let key = (a.contention + b.contention, a.hops() + b.hops(), first.arrival, second.arrival);
+            if best_pair.as_ref().is_none_or(|(best, _, _)| key < *best) {
+                best_pair = Some((key, first, second));
+            }
+        }
+    }
+    Some(match best_pair {
+        Some((_, forward, reverse)) => Selection::Disjoint { forward: forward.clone(), reverse: reverse.clone() },
+        None => Selection::Single(best.clone()),
+    })
+}
+
+/// A replacement for a path that became too contended: disjoint from the
+/// pair's other path (`avoid`: its relays), at most `max_hops` long and
+/// less contended than `below`; the least contended such. For a broken
+/// path (`below` None) any length will do, and without a disjoint one the
+/// least contended of all.
+pub fn select_replacement(
+    candidates: &[Candidate],
+    avoid: &[Ipv4Addr],
+    max_hops: usize,
+    below: Option<u32>,
+) -> Option<Candidate> {
+    let best = |eligible: &dyn Fn(&Candidate) -> bool| candidates.iter().filter(|c| eligible(c)).min_by_key(|c| c.rank()).cloned();
+    match below {
+        Some(limit) => best(&|c| c.disjoint_from(avoid) && c.hops() <= max_hops && c.contention < limit),
+        None => best(&|c| c.disjoint_from(avoid)).or_else(|| best(&|_| true)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(last: u8) -> Ipv4Addr {
+        Ipv4Addr::new(10, 0, 0, last)
+    }
+
+    fn candidate(relays: &[u8], contention: u32, arrival: usize) -> Candidate {
+        let mut path = vec![a(1)];
+        path.extend(relays.iter().map(|&r| a(r)));
+        path.push(a(99));
+        Candidate { path, contention, arrival }
+    }
+
+    /// The paper's Fig. 2: D holds three disjoint routes i, j, k; it takes
+    /// the two with the least contention sums, i and k, and sends data over
+    /// k, the less contended.
+    #[test]
+    fn fig2_three_disjoint_routes_pick_the_two_least_contended() {
+        let i = candidate(&[10, 11, 12], 900, 0);
+        let j = candidate(&[20, 21], 1400, 1);
+        let k = candidate(&[30, 31, 32], 500, 2);
+        let selection = select_pair(&[i.clone(), j, k.clone()]).unwrap();
+        assert_eq!(selection, Selection::Disjoint { forward: k, reverse: i });
+    }
+
+    #[test]
+    fn the_least_contended_pair_wins_over_the_least_contended_path() {
+        // p is the best path but shares a relay with both others; q and r are disjoint.
+        let p = candidate(&[10, 20], 100, 0);
+        let q = candidate(&[10, 11], 300, 1);
+        let r = candidate(&[20, 21], 400, 2);
+        assert_eq!(select_pair(&[p, q.clone(), r.clone()]).unwrap(), Selection::Disjoint { forward: q, reverse: r });
+    }
+
+    #[test]
+    fn without_disjoint_routes_the_least_contended_single_route_is_used() {
+        let p = candidate(&[10, 11], 700, 0);
+        let q = candidate(&[12, 11], 300, 1);
+        let r = candidate(&[10, 12], 300, 2);
+        assert_eq!(select_pair(&[p, q.clone(), r]).unwrap(), Selection::Single(q));
+        assert_eq!(select_pair(&[]), None);
+    }
+
+    #[test]
+    fn ties_go_to_fewer_hops_then_to_the_earlier_arrival() {
+        let long = candidate(&[10, 11, 12], 300, 0);
+        let short = candidate(&[20, 21], 300, 1);
+        let late = candidate(&[30, 31], 300, 2);
+        assert_eq!(
+            select_pair(&[long, short.clone(), late.clone()]).unwrap(),
+            Selection::Disjoint { forward: short, reverse: late }
+        );
+    }
+
+    #[test]
+    fn neighbours_use_the_direct_link_both_ways() {
+        let direct = candidate(&[], 0, 1);
+        let around = candidate(&[10], 0, 0);
+        assert_eq!(select_pair(&[around, direct.clone()]).unwrap(), Selection::Single(direct));
+    }
+
+    #[test]
+    fn a_replacement_is_disjoint_similarly_long_and_less_contended() {
+        let other_path = [a(10), a(11)];
+        let shares = candidate(&[10, 40], 100, 0);
+        let too_long = candidate(&[50, 51, 52, 53], 100, 1);
+        let hotter = candidate(&[60, 61], 900, 2);
+        let good = candidate(&[70, 71, 72], 400, 3);
+        let all = [shares.clone(), too_long, hotter, good.clone()];
+        assert_eq!(select_replacement(&all, &other_path, 4, Some(800)), Some(good.clone()));
+        assert_eq!(select_replacement(&all, &other_path, 4, Some(300)), None, "nothing below the current 3.00");
+        // Broken: any disjoint length; then anything.
+        assert_eq!(select_replacement(&all, &other_path, 3, None).unwrap().contention, 100);
+        assert_eq!(select_replacement(&[shares.clone()], &other_path, 3, None), Some(shares));
+    }
+}
