@@ -1,14 +1,13 @@
 //! aodvd: the AODV routing daemon. See the crate README for the data path,
 //! the config file, the counters and the event log.
 
-use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use meshemu_aodv::aodv::{Aodv, Config};
 use meshemu_aodv::platform::link_feedback::{LinkLayer, RadioStatsLinks};
-use meshemu_aodv::platform::{daemon, iptables, DataPath};
+use meshemu_aodv::platform::{daemon, iptables, settings, DataPath};
 use meshemu_radiostats::RadioStats;
 use serde::Deserialize;
 
@@ -55,30 +54,7 @@ struct FileConfig {
 }
 
 fn load(args: &Args) -> Result<FileConfig> {
-    let mut table: toml::Table = match &args.config {
-        Some(path) => {
-            let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            text.parse().with_context(|| format!("{}", path.display()))?
-        }
-        None => toml::Table::new(),
-    };
-    for entry in &args.overrides {
-        let (key, value) = entry.split_once('=').ok_or_else(|| anyhow!("--set {entry}: expected TABLE.KEY=VALUE"))?;
-        let (section, field) =
-            key.split_once('.').ok_or_else(|| anyhow!("--set {entry}: expected TABLE.KEY (aodv.* or daemon.*)"))?;
-        // A bare word that is not TOML (true, 12, "x") is taken as a string.
-        let value: toml::Value = format!("v = {value}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.to_string()));
-        let section = table
-            .entry(section.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-            .as_table_mut()
-            .ok_or_else(|| anyhow!("--set {entry}: {section} is not a table"))?;
-        section.insert(field.to_string(), value);
-    }
+    let table = settings::load_table(args.config.as_deref(), &args.overrides).map_err(|e| anyhow!(e))?;
     let mut config: FileConfig = table.try_into().map_err(|e: toml::de::Error| {
         let source = args.config.as_ref().map_or("configuration".to_string(), |p| p.display().to_string());
         anyhow!("{source}: {}", e.message())
