@@ -452,6 +452,31 @@ class AodvRouting(StrictModel):
     aodv: AodvOptions
 
 
+class CopasOptions(StrictModel):
+    """copasd settings (routing/copas/README.md); unset ones keep the
+    daemon's defaults (the COPAS paper's Table 1)."""
+
+    t_backoff: PositiveDuration | None = None
+    alpha: Annotated[float, Field(gt=0, le=1)] | None = None
+    t_collect: PositiveDuration | None = None
+    backoff_thres: Annotated[float, Field(ge=0)] | None = None
+    probe_interval: PositiveDuration | None = None
+    probe_idle: PositiveDuration | None = None
+    active_route_timeout: PositiveDuration | None = None
+    discovery_timeout: PositiveDuration | None = None
+    rreq_retries: Annotated[int, Field(ge=0, le=100)] | None = None
+    net_diameter: Annotated[int, Field(ge=2, le=255)] | None = None
+    broadcast_jitter: Duration | None = None
+    reroute_hold: Duration | None = None
+    length_slack: Annotated[int, Field(ge=0, le=64)] | None = None
+    max_candidates: Annotated[int, Field(ge=2, le=64)] | None = None
+    link_layer_feedback: bool | None = None
+
+
+class CopasRouting(StrictModel):
+    copas: CopasOptions
+
+
 class BabeldOptions(StrictModel):
     """Debian's babeld; unset ones keep babeld's defaults."""
 
@@ -467,19 +492,20 @@ def _routing_kind(value: Any) -> str | None:
     if isinstance(value, str):
         return "name"
     if isinstance(value, dict) and len(value) == 1:
-        return next(iter(value)) if next(iter(value)) in ("aodv", "babeld") else None
+        return next(iter(value)) if next(iter(value)) in ("aodv", "babeld", "copas") else None
     return None
 
 
 RoutingSpec = Annotated[
     Union[
-        Annotated[Literal["static", "none", "aodv", "babeld"], Tag("name")],
+        Annotated[Literal["static", "none", "aodv", "babeld", "copas"], Tag("name")],
         Annotated[AodvRouting, Tag("aodv")],
         Annotated[BabeldRouting, Tag("babeld")],
+        Annotated[CopasRouting, Tag("copas")],
     ],
     Discriminator(_routing_kind, custom_error_type="routing",
-                  custom_error_message="expected static, none, aodv, babeld, {aodv: {option: value}} or "
-                                       "{babeld: {option: value}}"),
+                  custom_error_message="expected static, none, aodv, babeld, copas, {aodv: {option: value}}, "
+                                       "{babeld: {option: value}} or {copas: {option: value}}"),
 ]
 
 
