@@ -6,6 +6,8 @@
     routing: {aodv: {hello_interval: 1s, local_repair: true}}
     routing: babeld                      # Debian's babeld, unmodified
     routing: {babeld: {hello_interval: 1s}}
+    routing: copas                       # copasd (routing/copas) in every node
+    routing: {copas: {backoff_thres: 6, t_collect: 1.5s}}
 
 A choice maps to (a) the `routing` of LAB.json (`static`, or `none` when a
 daemon owns the routes) and whether the medium leaves IPv6 link-local on, and
@@ -19,7 +21,8 @@ removes them after a crash.
 Per node, under `run_dir/nodes/<node>/`: `aodvd.toml`, `aodvd.log` (JSON
 log), `aodv.json` (counters, rewritten every second and at exit),
 `aodv-events.jsonl` (route and discovery events with `mono_ns` timestamps);
-`babeld.conf`, `babeld.log`, `babeld.pid`, `babeld.state`.
+`babeld.conf`, `babeld.log`, `babeld.pid`, `babeld.state`; copasd as aodvd
+with `copasd.toml`, `copasd.log`, `copas.json`, `copas-events.jsonl`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import medium
 from .errors import LabError
-from .schema import AodvRouting, BabeldRouting
+from .schema import AodvRouting, BabeldRouting, CopasRouting
 from .state import IptablesRule, record_iptables_rule
 
 if TYPE_CHECKING:
@@ -46,6 +49,13 @@ AODV_PROGRAM = "aodvd"
 AODV_COUNTERS = "aodv.json"
 AODV_EVENTS = "aodv-events.jsonl"
 BABELD_PROGRAM = "babeld"
+COPAS_PROGRAM = "copasd"
+COPAS_COUNTERS = "copas.json"
+COPAS_EVENTS = "copas-events.jsonl"
+# The on-demand daemons of routing/ (one platform, one config layout):
+# choice name (also the protocol's config table) -> program, counters, events.
+_ONDEMAND = {"aodv": (AODV_PROGRAM, AODV_COUNTERS, AODV_EVENTS),
+             "copas": (COPAS_PROGRAM, COPAS_COUNTERS, COPAS_EVENTS)}
 READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
 
 # Topology option -> aodvd [aodv] key and the factor from the schema's unit (ns for times).
@@ -55,8 +65,8 @@ READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
 AODV_DAEMON_KEYS = ("quickack",)
 # Routing choices whose routes a daemon installs, and those of them that can
 # mark every route with quickack themselves.
-DAEMON_ROUTING = ("aodv", "babeld")
-QUICKACK_DAEMONS = ("aodv",)
+DAEMON_ROUTING = ("aodv", "babeld", "copas")
+QUICKACK_DAEMONS = ("aodv", "copas")
 
 _AODV_KEYS = {
     "hello_interval": ("hello_interval_ms", 1e-6),
@@ -65,13 +75,16 @@ _AODV_KEYS = {
     "broadcast_jitter": ("broadcast_jitter_ms", 1e-6),
 }
 
+_COPAS_DURATIONS = {"t_backoff", "t_collect", "probe_interval", "probe_idle", "active_route_timeout",
+                    "discovery_timeout", "broadcast_jitter", "reroute_hold"}
+
 
 @dataclass(frozen=True)
 class RoutingChoice:
     """A topology's routing: the name and the daemon's settings (aodvd's
     [aodv] keys, or babeld's interface options)."""
 
-    name: str  # static | none | aodv | babeld
+    name: str  # static | none | aodv | babeld | copas
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -97,6 +110,13 @@ def choice_of(spec: Any) -> RoutingChoice:
             name, factor = _AODV_KEYS.get(key, (key, None))
             options[name] = round(value * factor) if factor is not None else value
         return RoutingChoice("aodv", options)
+    if isinstance(spec, CopasRouting):
+        # Durations (ns in the schema) go to copasd's *_ms keys.
+        options = {}
+        for key, value in spec.copas.model_dump(exclude_none=True).items():
+            duration = key in _COPAS_DURATIONS
+            options[f"{key}_ms" if duration else key] = round(value * 1e-6) if duration else value
+        return RoutingChoice("copas", options)
     if isinstance(spec, BabeldRouting):
         options = {key: value / 1e9 for key, value in spec.babeld.model_dump(exclude_none=True).items()}
         return RoutingChoice("babeld", options)
@@ -118,41 +138,43 @@ def node_dir(lab: "Lab", node: "Node") -> Path:
     return path
 
 
-# --- aodvd ----------------------------------------------------------------------------
+# --- aodvd, copasd --------------------------------------------------------------------
 
 
-def _aodv_config(lab: "Lab", node: "Node", options: dict[str, Any]) -> Path:
+def _ondemand_config(lab: "Lab", node: "Node", options: dict[str, Any], name: str) -> Path:
+    program, counters_file, events_file = _ONDEMAND[name]
     directory = node_dir(lab, node)
     seed = int(lab.config["medium"]["seed"]) * 1_000_003 + node.index
     protocol = {key: value for key, value in options.items() if key not in AODV_DAEMON_KEYS}
     daemon = {key: value for key, value in options.items() if key in AODV_DAEMON_KEYS}
-    lines = ["[aodv]"]
+    lines = [f"[{name}]"]
     lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(protocol.items())]
     lines += ["", "[daemon]", 'interface = "wlan0"', f"seed = {seed % 2**63}",
-              f"counters = {json.dumps(str(directory / AODV_COUNTERS))}",
-              f"events = {json.dumps(str(directory / AODV_EVENTS))}"]
+              f"counters = {json.dumps(str(directory / counters_file))}",
+              f"events = {json.dumps(str(directory / events_file))}"]
     lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(daemon.items())]
-    path = directory / "aodvd.toml"
+    path = directory / f"{program}.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def _start_aodv(lab: "Lab", options: dict[str, Any]) -> None:
-    program = str(medium.find_program(AODV_PROGRAM))
+def _start_ondemand(lab: "Lab", options: dict[str, Any], name: str) -> None:
+    name_of_program, counters_file, _ = _ONDEMAND[name]
+    program = str(medium.find_program(name_of_program))
     logs = []
     for node in lab:
-        config = _aodv_config(lab, node, options)
+        config = _ondemand_config(lab, node, options, name)
         argv = [program, "--config", str(config)]
         listing = node.run(argv + ["--print-rules"], timeout=10)
         if listing.returncode != 0:
-            raise LabError(f"aodvd refused its configuration on {node.name}: {listing.stderr.strip()}")
+            raise LabError(f"{name_of_program} refused its configuration on {node.name}: {listing.stderr.strip()}")
         for rule in json.loads(listing.stdout):
             record_iptables_rule(lab.run_dir, IptablesRule(node.netns, rule["table"], rule["chain"], rule["rule"]))
-        (node_dir(lab, node) / AODV_COUNTERS).unlink(missing_ok=True)
-        log = open(node_dir(lab, node) / "aodvd.log", "wb")
+        (node_dir(lab, node) / counters_file).unlink(missing_ok=True)
+        log = open(node_dir(lab, node) / f"{name_of_program}.log", "wb")
         logs.append(log)
         process = node.spawn(argv, stderr=log)
-        _wait_for(lab, node, process, node_dir(lab, node) / AODV_COUNTERS, "aodvd.log")
+        _wait_for(lab, node, process, node_dir(lab, node) / counters_file, f"{name_of_program}.log")
     for log in logs:
         log.close()
 
@@ -193,7 +215,9 @@ def _wait_for(lab: "Lab", node: "Node", process: Any, ready_file: Path, log_name
         time.sleep(0.01)
 
 
-_STARTERS = {"aodv": _start_aodv, "babeld": _start_babeld}
+_STARTERS = {"aodv": lambda lab, options: _start_ondemand(lab, options, "aodv"),
+             "copas": lambda lab, options: _start_ondemand(lab, options, "copas"),
+             "babeld": _start_babeld}
 
 
 def start(lab: "Lab") -> None:
@@ -209,12 +233,16 @@ def start(lab: "Lab") -> None:
 # --- counters -------------------------------------------------------------------------
 
 
+def _counters_file(lab: "Lab") -> str:
+    return _ONDEMAND.get(lab.routing.name, _ONDEMAND["aodv"])[1]
+
+
 def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
-    """aodvd's counters of every node (routing/aodv/README.md, "Counters"),
-    as last written (at most a second old; see `refresh_counters`)."""
+    """aodvd's (or copasd's) counters of every node (routing/aodv/README.md,
+    "Counters"), as last written (at most a second old; see `refresh_counters`)."""
     result = {}
     for node in lab:
-        path = lab.run_dir / "nodes" / node.name / AODV_COUNTERS
+        path = lab.run_dir / "nodes" / node.name / _counters_file(lab)
         try:
             result[node.name] = json.loads(path.read_text())
         except (FileNotFoundError, ValueError):
@@ -229,7 +257,7 @@ def control_overhead(lab: "Lab") -> tuple[int, int] | None:
     choice: RoutingChoice = lab.routing
     if choice.name in ("static", "none"):
         return (0, 0)
-    if choice.name != "aodv":
+    if choice.name not in _ONDEMAND:
         return None
     refresh_counters(lab)
     totals = [(c["overhead_bytes"], c["overhead_packets"]) for c in counters(lab).values()]
@@ -237,12 +265,13 @@ def control_overhead(lab: "Lab") -> tuple[int, int] | None:
 
 
 def save_outputs(lab: "Lab", directory: Path) -> list[Path]:
-    """Copies what the routing daemons wrote about the run (aodvd: events and
-    counters of every node) to `directory` as `<node>.aodv-events.jsonl` and
-    `<node>.aodv.json`, before the lab's run directory goes away."""
+    """Copies what the routing daemons wrote about the run (aodvd, copasd:
+    events and counters of every node) to `directory` as
+    `<node>.aodv-events.jsonl` and `<node>.aodv.json` (copas-events, copas),
+    before the lab's run directory goes away."""
     saved = []
     for node in lab:
-        for name in (AODV_EVENTS, AODV_COUNTERS):
+        for name in (AODV_EVENTS, AODV_COUNTERS, COPAS_EVENTS, COPAS_COUNTERS):
             source = lab.run_dir / "nodes" / node.name / name
             if source.exists():
                 directory.mkdir(parents=True, exist_ok=True)
@@ -253,15 +282,15 @@ def save_outputs(lab: "Lab", directory: Path) -> list[Path]:
 
 
 def refresh_counters(lab: "Lab", timeout: float = 2.0) -> None:
-    """Asks the aodvd processes this Lab object started for fresh counters
-    (SIGUSR1) and waits until their files were rewritten."""
+    """Asks the aodvd (copasd) processes this Lab object started for fresh
+    counters (SIGUSR1) and waits until their files were rewritten."""
     before = {}
     for node in lab:
-        path = lab.run_dir / "nodes" / node.name / AODV_COUNTERS
+        path = lab.run_dir / "nodes" / node.name / _counters_file(lab)
         before[path] = path.stat().st_mtime_ns if path.exists() else 0
     for process in lab._spawned:
         # Our own unreaped children: their PIDs cannot have been reused.
-        if Path(process.argv[0]).name == AODV_PROGRAM and process.poll() is None:
+        if Path(process.argv[0]).name in (AODV_PROGRAM, COPAS_PROGRAM) and process.poll() is None:
             os.kill(process.pid, signal.SIGUSR1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
