@@ -6,7 +6,9 @@
 //! traffic back, TCP ACKs), both listed from src to dst. A ROUTE message
 //! installs, on every relay of its path, the routes of both directions
 //! along it; so when one path breaks, an end moves its traffic to the
-//! other path by changing its own first hop only.
+//! other path by changing its own first hop only. An end's own packets
+//! follow a plain host route (they all have its address as source); the
+//! relays' routes are per (source, destination).
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -186,14 +188,22 @@ impl Copas {
         let expires = now + self.config.active_route_timeout();
         let changed = self.routes.get(&(src, dst)).is_none_or(|e| e.next_hop != next_hop);
         self.routes.insert((src, dst), Entry { next_hop, path: path.to_vec(), expires });
-        if changed {
+        if !changed {
+            return;
+        }
+        // This node's own packets take a plain host route: a local sender
+        // that has not chosen its source address yet (ping, unbound UDP) is
+        // routed before any `from` rule could match it.
+        if src == self.me {
+            out.push(Output::SetRoute { dst, next_hop, hops: (path.len() - 1) as u8 });
+        } else {
             out.push(Output::SetPairRoute { src, dst, next_hop });
         }
     }
 
     fn delete_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr, out: &mut Vec<Output>) {
         if self.routes.remove(&(src, dst)).is_some() {
-            out.push(Output::DeletePairRoute { src, dst });
+            out.push(if src == self.me { Output::DeleteRoute { dst } } else { Output::DeletePairRoute { src, dst } });
         }
     }
 

@@ -75,6 +75,12 @@ impl Net {
                 Output::DeletePairRoute { src, dst } => {
                     self.kernel[node].remove(&(*src, *dst));
                 }
+                Output::SetRoute { dst, next_hop, .. } => {
+                    self.kernel[node].insert((addr(node), *dst), *next_hop);
+                }
+                Output::DeleteRoute { dst } => {
+                    self.kernel[node].remove(&(addr(node), *dst));
+                }
                 _ => {}
             }
             self.log.push((self.now, node, output));
@@ -276,7 +282,7 @@ fn idle_routes_expire_everywhere() {
     let later = net.now + ms(11_000);
     for node in 0..net.nodes.len() {
         net.nodes[node].handle(later, Input::Tick, &mut out);
-        let removed = out.iter().filter(|o| matches!(o, Output::DeletePairRoute { .. })).count();
+        let removed = out.iter().filter(|o| matches!(o, Output::DeletePairRoute { .. } | Output::DeleteRoute { .. })).count();
         assert_eq!(removed, net.kernel[node].len(), "node {node}");
         out.clear();
     }
