@@ -515,11 +515,14 @@ impl Copas {
             return;
         }
         *pair.hold(probe.role) = now + hold;
+        // The new path may be at most length_slack hops longer: the flood need not go further.
+        let max_hops = pair.path(probe.role).len() - 1 + usize::from(self.config.length_slack);
+        let ttl = max_hops.clamp(2, usize::from(self.config.net_diameter)) as u8;
         let (src, dst) = key;
         out.push(Output::Event(Event::ContentionHigh { src, dst, role: probe.role.name(), max_centi: max, sum_centi: sum }));
         self.bump("reroutes_started");
         let rreq = self.new_rreq(now, probe.role, src, dst, sum);
-        self.send(BROADCAST, self.config.net_diameter, &Message::Rreq(rreq), out);
+        self.send(BROADCAST, ttl, &Message::Rreq(rreq), out);
     }
 
     /// The path this end sends on broke: over the other path at once, and a

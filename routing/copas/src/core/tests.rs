@@ -231,6 +231,16 @@ fn a_contention_spike_on_the_forward_path_moves_it_within_a_few_t_backoff() {
     assert_eq!(net.walk(D, S), vec![D, 3, 2, S], "the ACKs stay");
     assert!(net.events(D).iter().any(|(_, e)| matches!(e, Event::ContentionHigh { role: "forward", .. })), "D watched the forward path");
     assert_eq!(net.counter(S, "reroutes"), 1);
+    let reroute_ttls: Vec<u8> = net
+        .log
+        .iter()
+        .filter(|(t, n, _)| *n == D && *t > spike)
+        .filter_map(|(_, _, o)| match o {
+            Output::Send { to, ttl, .. } if *to == Ipv4Addr::BROADCAST => Some(*ttl),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reroute_ttls, vec![4], "the reroute RREQ goes as far as a path one hop longer than k's 3");
     // No ROUTE went back to D: S switched by itself and told the relays on the way.
     let routes_sent_by_d = net.nodes[D].counters().control_sent.get("route").map_or(0, |t| t.packets);
     assert_eq!(routes_sent_by_d, 2, "only the discovery's two");
