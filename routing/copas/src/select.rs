@@ -54,7 +54,9 @@ pub fn select_pair(candidates: &[Candidate]) -> Option<Selection> {
     if best.hops() == 1 {
         return Some(Selection::Single(best.clone()));
     }
-    let mut best_pair: Option<((u32, usize, usize, usize), &Candidate, &Candidate)> = None;
+    // (contention sum, hops, arrivals) of the best pair so far, and its forward and reverse paths.
+    type Ranked<'a> = ((u32, usize, usize, usize), &'a Candidate, &'a Candidate);
+    let mut best_pair: Option<Ranked> = None;
     for (i, a) in candidates.iter().enumerate() {
         for b in &candidates[i + 1..] {
             if !a.disjoint_from(b.relays()) {
@@ -166,6 +168,6 @@ mod tests {
         assert_eq!(select_replacement(&all, &other_path, 4, Some(300)), None, "nothing below the current 3.00");
         // Broken: any disjoint length; then anything.
         assert_eq!(select_replacement(&all, &other_path, 3, None).unwrap().contention, 100);
-        assert_eq!(select_replacement(&[shares.clone()], &other_path, 3, None), Some(shares));
+        assert_eq!(select_replacement(std::slice::from_ref(&shares), &other_path, 3, None), Some(shares.clone()));
     }
 }
