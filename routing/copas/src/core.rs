@@ -26,6 +26,9 @@ use crate::select::{select_pair, select_replacement, Candidate, Selection};
 const SEEN_RREQ_TIME: Duration = Duration::from_secs(10);
 /// At most one RERR per direction of a pair in this time.
 const RERR_INTERVAL: Duration = Duration::from_secs(1);
+/// A frame dropped at the retry limit to a neighbour heard from within this
+/// time is contention, not a broken link.
+const NEIGHBOR_ALIVE: Duration = Duration::from_secs(1);
 
 /// A route of this node for packets from `src` to `dst` (key of `routes`).
 #[derive(Clone, Debug)]
@@ -98,6 +101,8 @@ pub struct Copas {
     delayed: Vec<(Duration, u8, Vec<u8>)>,
     /// (packet src, packet dst) -> no RERR about it before.
     rerr_hold: BTreeMap<(Ipv4Addr, Ipv4Addr), Duration>,
+    /// When the radio last received a frame from each neighbour.
+    heard: BTreeMap<Ipv4Addr, Duration>,
     contention: Contention,
     rng: ChaCha8Rng,
     counters: Counters,
@@ -139,6 +144,7 @@ impl Copas {
             seen_rreqs: BTreeMap::new(),
             delayed: Vec::new(),
             rerr_hold: BTreeMap::new(),
+            heard: BTreeMap::new(),
             contention,
             rng: ChaCha8Rng::seed_from_u64(seed),
             counters: Counters::default(),
@@ -577,8 +583,15 @@ impl Copas {
         self.send(next, 1, &Message::Rerr(rerr), out);
     }
 
-    /// The radio could not reach `neighbor`: routes through it are broken.
+    /// The radio could not reach `neighbor`: routes through it are broken,
+    /// unless the neighbour is still heard. In a busy static network most
+    /// retry drops are lost contention (hidden terminals, capture), which
+    /// probes and reroutes deal with; a RERR for each would churn the paths.
     fn link_failed(&mut self, now: Duration, neighbor: Ipv4Addr, out: &mut Vec<Output>) {
+        if self.heard.get(&neighbor).is_some_and(|&at| now.saturating_sub(at) < NEIGHBOR_ALIVE) {
+            self.bump("retry_drops_to_live_neighbors");
+            return;
+        }
         self.counters.link_breaks += 1;
         out.push(Output::Event(Event::LinkBroken { neighbor, cause: "link layer" }));
         let broken: Vec<((Ipv4Addr, Ipv4Addr), Vec<Ipv4Addr>)> = self
@@ -677,6 +690,7 @@ impl Copas {
         }
         self.seen_rreqs.retain(|_, until| *until > now);
         self.rerr_hold.retain(|_, until| *until > now);
+        self.heard.retain(|_, at| now.saturating_sub(*at) < NEIGHBOR_ALIVE);
     }
 
     fn receive(&mut self, now: Duration, from: Ipv4Addr, ttl: u8, payload: &[u8], out: &mut Vec<Output>) {
@@ -702,7 +716,10 @@ impl Protocol for Copas {
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>) {
         match input {
             Input::Control { from, ttl, payload } => self.receive(now, from, ttl, payload, out),
-            Input::Tick | Input::NeighborHeard { .. } => {}
+            Input::Tick => {}
+            Input::NeighborHeard { neighbor } => {
+                self.heard.insert(neighbor, now);
+            }
             Input::NoRoute { src, dst, local } => self.no_route(now, src, dst, local, out),
             Input::RouteUsed { addr } => self.route_used(now, addr),
             Input::LinkFailed { neighbor } => {

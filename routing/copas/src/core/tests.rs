@@ -274,6 +274,23 @@ fn a_rerr_switches_the_source_to_the_other_path_at_once_then_a_new_one_comes() {
 }
 
 #[test]
+fn a_retry_drop_to_a_neighbour_still_heard_is_contention_not_a_break() {
+    let mut net = fig2_discovered();
+    net.input(7, Input::NeighborHeard { neighbor: addr(D) });
+    net.now += ms(300);
+    net.input(7, Input::LinkFailed { neighbor: addr(D) });
+    net.run_until(net.now + ms(10));
+    assert_eq!(net.walk(S, D), vec![S, 6, 7, D], "no RERR, the path stays");
+    assert_eq!(net.nodes[7].counters().rerr_sent, 0);
+    assert_eq!(net.counter(7, "retry_drops_to_live_neighbors"), 1);
+    // Silent for a second: now it is a break.
+    net.now += ms(1000);
+    net.input(7, Input::LinkFailed { neighbor: addr(D) });
+    net.run_until(net.now + ms(10));
+    assert_eq!(net.walk(S, D), vec![S, 2, 3, D]);
+}
+
+#[test]
 fn a_failed_discovery_drops_the_held_packets_after_the_retries() {
     let mut net = Net::new(3, &[(S, 2)]);
     net.send_data(S, D);
