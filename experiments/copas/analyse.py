@@ -94,9 +94,16 @@ def table(records: list[dict[str, Any]]) -> str:
 def goodput_series(results: Path, record: dict[str, Any], flow: str) -> tuple[list[float], list[float]]:
     """Goodput per second of `flow` (bytes acknowledged, tcp_info) against seconds since its first sample."""
     path = results / "runs" / record["run_id"] / f"{flow}.tcpinfo.jsonl"
-    samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    if not samples:
+    lines = path.read_text().splitlines() if path.exists() else []
+    by_socket: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for line in lines:
+        if line.strip():
+            sample = json.loads(line)
+            by_socket[sample["sport"]].append(sample)
+    if not by_socket:
         return [], []
+    # iperf3's control connection is sampled too: the data connection is the one that carried the bytes.
+    samples = max(by_socket.values(), key=lambda s: s[-1]["bytes_acked"])
     t0 = samples[0]["time_ns"]
     bins: dict[int, int] = defaultdict(int)
     for before, after in zip(samples, samples[1:]):
