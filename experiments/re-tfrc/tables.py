@@ -10,7 +10,7 @@ RE-TFRC runs paired by seed and the other swept values; per group both
 modes' min/median/max and RE-TFRC's reductions (MAC drop fraction, RTT, loss
 event rate) and throughput gain, min/median/max over the pairs. Several
 flows in a run count as one: throughput summed, RTT and loss event rate
-averaged. `rts-cdf`: the share of frames whose RTS was retried at most k
+averaged over all their feedback. `rts-cdf`: the share of frames whose RTS was retried at most k
 times (Fig. 8; a 7th failed attempt is a MAC drop), per mode, over every
 run with that hop count. Every table also shows the medium's lateness (the
 largest p99 of the row's runs, ms): above 1 ms a run was behind real time.
@@ -54,11 +54,16 @@ def goodput(record: Record) -> float:
 
 
 def rtt(record: Record) -> float:
-    return statistics.fmean(flow["rtt_ms"]["mean"] for flow in flows(record) if flow["rtt_ms"])
+    """Mean over every RTT sample of the run's flows (a starved flow's few
+    samples count as few)."""
+    sampled = [flow for flow in flows(record) if flow["feedback"]]
+    return sum(flow["rtt_ms"]["mean"] * flow["feedback"] for flow in sampled) / sum(f["feedback"] for f in sampled)
 
 
 def loss_event_rate(record: Record) -> float:
-    return statistics.fmean(flow["loss_event_rate"] or 0.0 for flow in flows(record))
+    """Mean p over every feedback of the run's flows."""
+    sampled = [flow for flow in flows(record) if flow["feedback"]]
+    return sum(flow["loss_event_rate"] * flow["feedback"] for flow in sampled) / sum(f["feedback"] for f in sampled)
 
 
 def mac_drops(record: Record) -> float:
