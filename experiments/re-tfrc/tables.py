@@ -53,16 +53,20 @@ def goodput(record: Record) -> float:
     return sum(flow["goodput_bps"] for flow in flows(record))
 
 
-def rtt(record: Record) -> float:
+def rtt(record: Record) -> float | None:
     """Mean over every RTT sample of the run's flows (a starved flow's few
-    samples count as few)."""
+    samples count as few); None without feedback in the window."""
     sampled = [flow for flow in flows(record) if flow["feedback"]]
+    if not sampled:
+        return None
     return sum(flow["rtt_ms"]["mean"] * flow["feedback"] for flow in sampled) / sum(f["feedback"] for f in sampled)
 
 
-def loss_event_rate(record: Record) -> float:
+def loss_event_rate(record: Record) -> float | None:
     """Mean p over every feedback of the run's flows."""
     sampled = [flow for flow in flows(record) if flow["feedback"]]
+    if not sampled:
+        return None
     return sum(flow["loss_event_rate"] * flow["feedback"] for flow in sampled) / sum(f["feedback"] for f in sampled)
 
 
@@ -75,8 +79,9 @@ def lateness_ms(records: list[Record]) -> str:
     return f"{max(values):.1f}" if values else "-"
 
 
-def spread(values: list[float], scale: float = 1.0, digits: int = 0) -> str:
-    """min/median/max (the median alone for one value)."""
+def spread(values: list[float | None], scale: float = 1.0, digits: int = 0) -> str:
+    """min/median/max of the known values (the median alone for one)."""
+    values = [value for value in values if value is not None]
     if not values:
         return "-"
     shown = [f"{v * scale:.{digits}f}" for v in (min(values), statistics.median(values), max(values))]
@@ -113,15 +118,15 @@ def constrained_rate(records: list[Record]) -> None:
                  "RTT ms", "p %", "lateness p99 ms"], rows)
 
 
-def reduction(tfrc: float, re: float) -> float | None:
-    return None if tfrc == 0 else (tfrc - re) / tfrc
+def reduction(tfrc: float | None, re: float | None) -> float | None:
+    return None if tfrc is None or re is None or tfrc == 0 else (tfrc - re) / tfrc
 
 
 def compare(records: list[Record]) -> None:
     groups: dict[tuple[Any, ...], dict[str, dict[int, Record]]] = {}
     for record in records:
         groups.setdefault(group_key(record), {}).setdefault(mode(record), {})[record["seed"]] = record
-    metrics: list[tuple[str, Callable[[Record], float], float, int]] = [
+    metrics: list[tuple[str, Callable[[Record], float | None], float, int]] = [
         ("MAC drops %", mac_drops, 100, 2), ("RTT ms", rtt, 1, 0), ("p %", loss_event_rate, 100, 2),
         ("throughput kbit/s", goodput, 1e-3, 0)]
     rows = []
@@ -130,7 +135,8 @@ def compare(records: list[Record]) -> None:
         tfrc, re = by_mode.get("tfrc", {}), by_mode.get("re-tfrc", {})
         seeds = sorted(set(tfrc) & set(re))
         if seeds:
-            paired.append((hops(tfrc[seeds[0]]), [str(value) for _, value in key], key, tfrc, re, seeds))
+            order = [(0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value)) for _, value in key]
+            paired.append((hops(tfrc[seeds[0]]), order, key, tfrc, re, seeds))
     for _, _, key, tfrc, re, seeds in sorted(paired, key=lambda item: item[:2]):
         label = ", ".join(f"{name.split('.')[-1]}={value}" for name, value in key) or "-"
         row = [label, f"{hops(tfrc[seeds[0]])}", str(len(seeds))]
@@ -141,7 +147,7 @@ def compare(records: list[Record]) -> None:
             changes = [reduction(metric(tfrc[s]), metric(re[s])) for s in seeds]
             if name.startswith("throughput"):
                 changes = [None if c is None else -c for c in changes]
-            row.append(spread([c for c in changes if c is not None], 100))
+            row.append(spread(changes, 100))
         row.append(lateness_ms([tfrc[s] for s in seeds] + [re[s] for s in seeds]))
         rows.append(row)
     print_table(["group", "hops", "pairs", "MAC drops % TFRC → RE", "RTT ms TFRC → RE", "p % TFRC → RE",
