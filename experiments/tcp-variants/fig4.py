@@ -5,6 +5,8 @@ for them.
 
     python experiments/tcp-variants/fig4.py RESULTS_DIR [--seed N] [--seconds 80] [--out DIR]
 
+The figure shows one seed's runs (default: the first); the table every run.
+
 From each run's sender tcp_info samples (runs/<id>/<flow>.tcpinfo.jsonl):
 packets in flight = `unacked` (segments sent and not yet acknowledged), its
 running average over the connection so far as in the paper; segments sent =
@@ -48,23 +50,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no recorded runs in {results.runs_file}", file=sys.stderr)
         return 1
     seed = args.seed if args.seed is not None else min(r["seed"] for r in records)
-    chosen = [r for r in records if r["seed"] == seed]
-    if not chosen:
-        print(f"no runs with seed {seed} in {results.runs_file}", file=sys.stderr)
-        return 1
     traces = []
-    for record in chosen:
+    for record in sorted(records, key=lambda r: r["seed"]):
         try:
             traces.append(VariantTrace(record, results.artefacts(record["run_id"]), args.seconds))
         except ValueError as exc:
             print(f"run {record['run_id']}: {exc}", file=sys.stderr)
             return 1
+    drawn = [trace for trace in traces if trace.record["seed"] == seed]
+    if not drawn:
+        print(f"no runs with seed {seed} in {results.runs_file}", file=sys.stderr)
+        return 1
     out = args.out or args.results / "report"
     out.mkdir(parents=True, exist_ok=True)
     summary = [trace.summary() for trace in traces]
     (out / "fig4.json").write_text(json.dumps(summary, indent=1))
     print(markdown_table(summary, args.seconds))
-    plot(traces, out / "fig4.png", args.seconds)
+    plot(drawn, out / "fig4.png", args.seconds)
     print(f"\nfigure: {out / 'fig4.png'}")
     return 0
 
@@ -140,11 +142,11 @@ def plot(traces: list[VariantTrace], path: Path, seconds: float) -> None:
 
 
 def markdown_table(summary: list[dict[str, Any]], seconds: float) -> str:
-    lines = [f"| variant (first {seconds:g} s) | RTOs | in loss state (s) | segments sent | retransmitted | "
+    lines = [f"| variant (first {seconds:g} s) | seed | RTOs | in loss state (s) | segments sent | retransmitted | "
              "mean packets in flight | goodput (Mbit/s) | lateness p99 (ms) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in summary:
-        lines.append(f"| {row['variant']} | {row['rtos']} | {row['loss_state_s']:.1f} | {row['segments_sent']} | "
+        lines.append(f"| {row['variant']} | {row['seed']} | {row['rtos']} | {row['loss_state_s']:.1f} | {row['segments_sent']} | "
                      f"{row['retransmitted']} | {row['mean_in_flight']:.1f} | {row['goodput_bps'] / 1e6:.3f} | "
                      f"{row['lateness_p99_ms']:.2f} |")
     return "\n".join(lines)
