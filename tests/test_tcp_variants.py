@@ -178,7 +178,7 @@ def test_variants_the_kernel_lacks_are_skipped_with_the_reason(tmp_path):
 @pytest.mark.slow
 def test_route_repair_break_found_by_hello_loss_rerr_at_source_new_route_via_f_and_tcp_resumes(tmp_path):
     """route-repair.yaml shortened: f arrives at 5 s, e moves from 12 s and
-    leaves d's range at 17 s (model time). About 60 s."""
+    leaves d's range at 17 s (model time). About 40 s."""
     out = tmp_path / "repair"
     result = meshemu("run", str(STUDY / "route-repair.yaml"), "--out", str(out),
                      "--set", "duration=32s", "--set", "traffic.0.stop=30s",
@@ -211,7 +211,7 @@ def test_route_repair_break_found_by_hello_loss_rerr_at_source_new_route_via_f_a
 @pytest.mark.root
 @pytest.mark.slow
 def test_five_hop_string_carries_each_variant_with_the_congestion_control_asked_for(tmp_path):
-    """short-path.yaml, 15 s of reno without SACK and of bbr. About 80 s."""
+    """short-path.yaml, seed 1, 15 s of reno without SACK and of bbr. About 40 s."""
     out = tmp_path / "short"
     result = meshemu("run", str(STUDY / "short-path.yaml"), "--out", str(out), "--set", "duration=15s",
                      "--only", "variant=reno-nosack,bbr", "--only", "seed=1")
