@@ -596,3 +596,33 @@ class TopologySpec(StrictModel):
     links: list[LinkSpec] | None = None
     mobility: LabMobility | None = None
     backend: Backend = TapBackend(kind="tap")
+
+
+# --- sim and experiment files -----------------------------------------------------------
+
+SweepSpec = dict[str, Annotated[list[Any], Field(min_length=1)] | dict[str | int | float, dict[str, Any]]]
+
+
+class RunFileSpec(StrictModel):
+    """What sim and experiment files share: a topology (file or inline, see
+    sweep.py), MAC override, duration and warm-up, the seeds and a sweep (a
+    list of values per dotted path, or named cases {CASE: {PATH: VALUE}})."""
+
+    description: str | None = None
+    topology: dict[str, Any]
+    mac: Mac | None = None
+    duration: PositiveDuration
+    warmup: Duration = 0
+    seeds: Annotated[list[Seed], Field(min_length=1)] | None = None
+    seed: Seed | None = None
+    repetitions: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    sweep: SweepSpec | None = None
+
+    @model_validator(mode="after")
+    def _consistent_times_and_seeds(self) -> "RunFileSpec":
+        given = [key for key in ("seeds", "seed", "repetitions") if getattr(self, key) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of seeds, seed and repetitions, not {' and '.join(given)}")
+        if self.warmup >= self.duration:
+            raise ValueError("warmup must be shorter than duration")
+        return self

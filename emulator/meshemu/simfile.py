@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from . import medium
 from .errors import ConfigError, MediumError, Problem
-from .schema import Duration, Mac, PositiveDuration, PositiveRate, PositiveSize, Seed, StrictModel
+from .schema import Duration, PositiveRate, PositiveSize, RunFileSpec, StrictModel
 from .source import DataPath, Document, load_yaml, pydantic_problems
 from .sweep import expand, inline_topology_file, seeds_of, sweep_paths
 from .topology import LinksFunction, Topology, resolve_mac, resolve_topology
@@ -48,25 +48,9 @@ class FlowSpec(StrictModel):
         return self
 
 
-class SimSpec(StrictModel):
-    description: str | None = None
-    topology: dict[str, Any]
-    mac: Mac | None = None
-    duration: PositiveDuration
-    warmup: Duration = 0
-    seeds: Annotated[list[Seed], Field(min_length=1)] | None = None
-    seed: Seed | None = None
+class SimSpec(RunFileSpec):
     flows: Annotated[list[FlowSpec], Field(min_length=1)]
-    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] | None = None
     trace: bool = False
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "SimSpec":
-        if self.seeds is not None and self.seed is not None:
-            raise ValueError("give seed or seeds, not both")
-        if self.warmup >= self.duration:
-            raise ValueError("warmup must be shorter than duration")
-        return self
 
 
 @dataclass(frozen=True)
@@ -124,7 +108,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
         spec = SimSpec.model_validate(document.data)
     except ValidationError as exc:
         raise ConfigError(pydantic_problems(document, exc.errors(), (), StrictModel.known_keys())) from None
-    seeds = seeds_of(spec.seeds, spec.seed, document)
+    seeds = seeds_of(spec.seeds, spec.seed, document, spec.repetitions)
     mac = resolve_mac(spec.mac) if spec.mac is not None else None
     runs = []
     for seed in seeds:

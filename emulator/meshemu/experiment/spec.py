@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from ..schema import Duration, Mac, PositiveDuration, PositiveRate, PositiveSize, Seed, StrictModel
+from ..schema import Duration, PositiveDuration, PositiveRate, PositiveSize, RunFileSpec, StrictModel
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 # Namespace-local kernel settings only: net.* is per network namespace.
@@ -160,26 +160,7 @@ def _sysctl(value: Any) -> dict[str, str]:
 Sysctl = Annotated[dict[str, str], BeforeValidator(_sysctl)]
 
 
-class ExperimentSpec(StrictModel):
-    description: str | None = None
-    topology: dict[str, Any]
-    mac: Mac | None = None
-    duration: PositiveDuration
-    warmup: Duration = 0
-    seeds: Annotated[list[Seed], Field(min_length=1)] | None = None
-    seed: Seed | None = None
-    repetitions: Annotated[int, Field(ge=1, le=10_000)] | None = None
+class ExperimentSpec(RunFileSpec):
     traffic: Annotated[list[Traffic], Field(min_length=1)]
     measure: Measure = Measure()
     sysctl: Sysctl | None = None
-    # A list of values per dotted path, or named cases {CASE: {PATH: VALUE}} (sweep.py).
-    sweep: dict[str, Annotated[list[Any], Field(min_length=1)] | dict[str | int | float, dict[str, Any]]] | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "ExperimentSpec":
-        given = [key for key in ("seeds", "seed", "repetitions") if getattr(self, key) is not None]
-        if len(given) > 1:
-            raise ValueError(f"give one of seeds, seed and repetitions, not {' and '.join(given)}")
-        if self.warmup >= self.duration:
-            raise ValueError("warmup must be shorter than duration")
-        return self
