@@ -48,6 +48,21 @@ def load_tun() -> None:
         subprocess.run(["modprobe", "tun"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
 
 
+def load_congestion_controls(modules: str) -> str | None:
+    """Loads every TCP congestion control the kernel ships as a module (one
+    modprobe): programs find them by name, and experiments plan with what
+    tcp_available_congestion_control lists, which is only what is loaded.
+    Returns modprobe's complaint, if any."""
+    names = sorted(path.name.split(".", 1)[0] for path in Path(modules, "kernel", "net", "ipv4").glob("tcp_*.ko*")
+                   if not path.name.startswith("tcp_diag."))  # socket diagnostics, not a congestion control
+    if not names:
+        return None
+    result = subprocess.run(["modprobe", "-a", *names], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    if result.returncode == 0:
+        return None
+    return result.stderr.decode(errors="replace").strip() or f"modprobe exited with {result.returncode}"
+
+
 def main(request_path: Path) -> int:
     exchange = request_path.parent
     request = json.loads(request_path.read_text())
@@ -59,6 +74,9 @@ def main(request_path: Path) -> int:
     try:
         link_modules(request["modules"])
         load_tun()
+        complaint = load_congestion_controls(request["modules"])
+        if complaint:
+            streams[1].write(f"meshemu vm: loading TCP congestion controls: {complaint}\n".encode())
         completed = subprocess.run(request["argv"], cwd=request["cwd"], env=request["env"],
                                    stdin=subprocess.DEVNULL, stdout=streams[0], stderr=streams[1], check=False)
         # Killed by a signal: the shell's convention.
