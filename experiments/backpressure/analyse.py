@@ -8,7 +8,8 @@ floods run (tcp_info, [warmup, end]) and as a share of the `initial` case
 (no UDP) of the same seed; the same share over the whole test (bytes the
 iperf3 servers received, the paper's 150-s totals); UDP goodput; UDP packets
 injected (released by the source's bpd; FIFO has no daemon to count them)
-and delivered; UDP jitter (RFC 3550); the medium's worst p99 lateness.
+and delivered; UDP jitter (RFC 3550) and mean one-way delay; the medium's
+worst p99 lateness.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import Any
 from meshemu.experiment.results import read_records
 from meshemu.experiment.stats import mean_ci
 
-# What the paper reports as aggregate TCP goodput, % of the initial (§3.3, §4.3, §4.5).
+# What the paper reports as aggregate TCP goodput, % of the initial, on its 13x13
+# grid with 802.11 (§3.3, §4.3, §4.5), shown beside 802.11 runs (grid13, and
+# grid5 for reference); for its TDMA grid it gives no figures.
 PAPER_TCP_SHARE = {"initial": "100", "fifo-7-4": "10", "fifo": "33", "fq-source": "42", "fq-destination": "64",
                    "bp-source-1": "82", "bp-destination-1": "similar to bp-source-1"}
 BACKPRESSURE = re.compile(r"^bp-(source|destination)-(\d+)$")
@@ -39,6 +42,10 @@ def tcp_whole_test_bytes(record: dict[str, Any]) -> float:
 
 def udp_flows(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [flow for flow in record["metrics"]["flows"] if flow["kind"] == "udp"]
+
+
+def paper_share(record: dict[str, Any], case: str) -> str:
+    return "" if record["config"]["medium"]["mac"]["kind"] == "tdma" else PAPER_TCP_SHARE.get(case, "")
 
 
 def estimate(values: list[float], scale: float = 1.0, digits: int = 0) -> str:
@@ -77,16 +84,18 @@ def table(records: list[dict[str, Any]]) -> tuple[list[list[str]], dict[str, dic
         delivered = [sum(flow["packets_received"] for flow in udp_flows(r)) for r in runs if udp_flows(r)]
         jitter = [sum(flow["jitter_ms"] for flow in udp_flows(r)) / len(udp_flows(r)) for r in runs
                   if udp_flows(r) and all(flow.get("jitter_ms") is not None for flow in udp_flows(r))]
+        delay = [sum(flow["delay_ms"]["mean"] for flow in udp_flows(r)) / len(udp_flows(r)) for r in runs
+                 if udp_flows(r) and all(flow.get("delay_ms") for flow in udp_flows(r))]
         lateness = max((r["lateness"] or {}).get("p99_ns", math.nan) for r in runs)
         series[case] = {"share": shares, "udp": udp}
         rows.append([case, str(len(runs)), estimate([tcp_bps(r) for r in runs], 1e-3), estimate(shares, 100),
-                     estimate(whole, 100), PAPER_TCP_SHARE.get(case, ""), estimate(udp, 1e-3),
-                     estimate(injected), estimate(delivered), estimate(jitter, 1, 1), f"{lateness / 1e6:.1f}"])
+                     estimate(whole, 100), paper_share(runs[0], case), estimate(udp, 1e-3),
+                     estimate(injected), estimate(delivered), estimate(jitter, 1, 1), estimate(delay), f"{lateness / 1e6:.1f}"])
     return rows, series
 
 
 HEADER = ["case", "runs", "TCP kbit/s", "TCP % of initial", "% whole test", "paper %", "UDP kbit/s",
-          "UDP injected", "UDP delivered", "UDP jitter ms", "p99 lateness ms"]
+          "UDP injected", "UDP delivered", "UDP jitter ms", "UDP delay ms", "p99 lateness ms"]
 
 
 def markdown(rows: list[list[str]]) -> str:
