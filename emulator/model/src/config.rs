@@ -39,7 +39,7 @@ pub struct MediumConfig {
 pub enum MacConfig {
     Dcf,
     /// Fixed slots, one frame per slot, round-robin over the nodes.
-    /// `slot_ns` 0 = derived (see [`crate::phy::default_tdma_slot_ns`]).
+    /// `slot_ns` 0 = derived: the longest [`crate::phy::tdma_exchange_ns`] of a full frame over the nodes.
     Tdma { slot_ns: u64 },
 }
 
