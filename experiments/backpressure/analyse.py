@@ -19,7 +19,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from meshemu.experiment.results import read_records
 from meshemu.experiment.stats import mean_ci
@@ -42,6 +42,12 @@ def tcp_whole_test_bytes(record: dict[str, Any]) -> float:
 
 def udp_flows(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [flow for flow in record["metrics"]["flows"] if flow["kind"] == "udp"]
+
+
+def udp_mean(record: dict[str, Any], value: Callable[[dict[str, Any]], float | None]) -> float | None:
+    """The mean of value(flow) over the run's UDP flows; None when a flow lacks it."""
+    values = [value(flow) for flow in udp_flows(record)]
+    return None if not values or None in values else sum(values) / len(values)
 
 
 def paper_share(record: dict[str, Any], case: str) -> str:
@@ -82,10 +88,8 @@ def table(records: list[dict[str, Any]]) -> tuple[list[list[str]], dict[str, dic
         injected = [sum(flow["queueing"]["released"] for flow in udp_flows(r)) for r in runs
                     if udp_flows(r) and all(flow.get("queueing") for flow in udp_flows(r))]
         delivered = [sum(flow["packets_received"] for flow in udp_flows(r)) for r in runs if udp_flows(r)]
-        jitter = [sum(flow["jitter_ms"] for flow in udp_flows(r)) / len(udp_flows(r)) for r in runs
-                  if udp_flows(r) and all(flow.get("jitter_ms") is not None for flow in udp_flows(r))]
-        delay = [sum(flow["delay_ms"]["mean"] for flow in udp_flows(r)) / len(udp_flows(r)) for r in runs
-                 if udp_flows(r) and all(flow.get("delay_ms") for flow in udp_flows(r))]
+        jitter = [udp_mean(r, lambda flow: flow.get("jitter_ms")) for r in runs]
+        delay = [udp_mean(r, lambda flow: (flow.get("delay_ms") or {}).get("mean")) for r in runs]
         lateness = max((r["lateness"] or {}).get("p99_ns", math.nan) for r in runs)
         series[case] = {"share": shares, "udp": udp}
         rows.append([case, str(len(runs)), estimate([tcp_bps(r) for r in runs], 1e-3), estimate(shares, 100),
