@@ -15,6 +15,7 @@ import pytest
 
 from meshemu import Lab, LabError, load_topology
 from meshemu import hwsim
+from meshemu.bench import hwsim as agreement
 
 from conftest import namespaces
 
@@ -114,20 +115,20 @@ def test_backend_vm_outside_the_vm_says_how_to_run_it(write):
         Lab.from_file(path).up()
 
 
-# --- the backend agreement benchmark (python -m meshemu.hwsim) ----------------------
+# --- the backend agreement benchmark (python -m meshemu.bench.hwsim) ----------------
 
 def test_the_benchmark_reads_what_the_udp_server_received():
     # iperf3 3.12's server report (abridged): `sum` is what the server sent.
     report = {"end": {"sum": {"bytes": 0, "bits_per_second": 0, "sender": False},
                       "sum_received": {"bytes": 1027840, "bits_per_second": 1526004.3, "sender": False}}}
-    assert hwsim.received_kbps(report) == pytest.approx(1526.0043)
+    assert agreement.received_kbps(report) == pytest.approx(1526.0043)
 
 
 def test_a_backend_that_delivers_nothing_is_reported_not_a_crash():
     def sample(backend, hops, kbps):
-        return hwsim.Sample(backend, hops, 0, kbps, None, None, {})
+        return agreement.Sample(backend, hops, 0, kbps, None, None, {})
 
-    lines = hwsim.table([sample("tap", 1, 0.0), sample("hwsim", 1, 700.0), sample("tap", 2, 0.0),
+    lines = agreement.table([sample("tap", 1, 0.0), sample("hwsim", 1, 700.0), sample("tap", 2, 0.0),
                          sample("hwsim", 2, 0.0), sample("tap", 3, 800.0), sample("hwsim", 3, 0.0),
                          sample("tap", 4, 400.0), sample("hwsim", 4, 380.0)])
     ratios = [line.split("|")[3].strip() for line in lines[1:]]
