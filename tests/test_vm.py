@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from meshemu import vm
+from meshemu import procs, vm
 
 from conftest import REPO
 
@@ -68,28 +68,71 @@ def children(pid: int) -> set[int]:
     return {int(child) for child in text.split()}
 
 
+def start_sleeping_vm(cwd: Path) -> tuple[subprocess.Popen[bytes], procs.ProcessId, list[Path]]:
+    """`meshemu vm -- sleep 600` once its QEMU runs: the process, QEMU, and
+    the temporary files and directories QEMU's command line names (besides
+    `cwd`, shared on purpose)."""
+    process = subprocess.Popen([sys.executable, "-m", "meshemu.vm", "--", "sleep", "600"], cwd=cwd,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for child in children(process.pid):
+            try:
+                argv = Path(f"/proc/{child}/cmdline").read_bytes().decode().split("\0")
+            except OSError:
+                continue
+            if vm.QEMU_PROGRAM in argv[0]:
+                qemu = procs.identify(child)
+                assert qemu is not None
+                temporary = {Path(found) for arg in argv for found in re.findall(r"(?:^|path=)(/tmp/[^,]+)", arg)}
+                temporary.discard(cwd.resolve())
+                return process, qemu, sorted(temporary)
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    raise AssertionError("QEMU did not start")
+
+
+def assert_vm_gone(qemu: procs.ProcessId, temporary: list[Path]) -> None:
+    assert procs.wait_gone([qemu], 10) == [], "QEMU outlived meshemu vm"
+    assert any(path.name.startswith("meshemu-vm-") for path in temporary), temporary
+    assert any(path.name.startswith("virtme_ret") for path in temporary), temporary
+    deadline = time.monotonic() + 10
+    while [path for path in temporary if path.exists()] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [path for path in temporary if path.exists()] == []
+
+
 @needs_vm
 def test_sigterm_and_ctrl_c_stop_the_vm(tmp_path):
     for signum, status in ((signal.SIGINT, 130), (signal.SIGTERM, 128 + signal.SIGTERM)):
-        process = subprocess.Popen([sys.executable, "-m", "meshemu.vm", "--", "sleep", "600"], cwd=tmp_path,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process, qemu, temporary = start_sleeping_vm(tmp_path)
         try:
-            qemu = None
-            deadline = time.monotonic() + 60
-            while qemu is None and time.monotonic() < deadline:
-                qemu = next((c for c in children(process.pid)
-                             if b"qemu" in Path(f"/proc/{c}/cmdline").read_bytes()), None)
-                time.sleep(0.1)
-            assert qemu is not None, "QEMU did not start"
             time.sleep(1.0)
             process.send_signal(signum)
             assert process.wait(timeout=20) == status
-            assert not Path(f"/proc/{qemu}").exists() or b"qemu" not in Path(f"/proc/{qemu}/cmdline").read_bytes()
+            assert_vm_gone(qemu, temporary)
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
         assert "the VM is stopped" in process.stderr.read().decode()
+
+
+@needs_vm
+def test_sigkill_of_meshemu_vm_leaves_no_qemu_and_no_temporary_files(tmp_path):
+    process, qemu, temporary = start_sleeping_vm(tmp_path)
+    try:
+        time.sleep(1.0)
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=20) == -signal.SIGKILL
+        assert_vm_gone(qemu, temporary)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+        procs.stop([qemu], 1.0)
 
 
 @needs_vm

@@ -13,9 +13,12 @@ virtme-ng (`virtme-run --dry-run --show-command`) writes the initramfs and
 the QEMU command line; we run QEMU ourselves as a child that dies with us
 (PR_SET_PDEATHSIG), so the VM never outlives this process, and stop it by
 PID on Ctrl-C or SIGTERM. The command is handed over in a JSON file in a
-shared exchange directory, never through a shell; inside, `python -m
+shared exchange directory, never through a shell; inside, `python -I
 vmguest.py FILE` (standalone: no imports from the venv) runs it with its
 output on virtio ports relayed here, and writes its exit status back.
+Every temporary file (the initramfs, the request, virtme-ng's return-code
+file) lives in that directory, and a small reaper process removes it once
+both this process and QEMU are gone, also after SIGKILL.
 
 KVM is tried first when /dev/kvm opens; if QEMU cannot boot the kernel with
 it, the failure is remembered in `.cache/vm/kvm-unusable.json` and the
@@ -172,7 +175,10 @@ def qemu_command(kernel: Kernel, accel: str, exchange: Path, shared: Sequence[Pa
         argv.append(f"--rwdir={directory}")
     if accel == "tcg":
         argv.append("--disable-kvm")
-    result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    # virtme-ng's return-code file (mkstemp), which QEMU writes: into the
+    # exchange directory, so it goes with it.
+    result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+                            env={**os.environ, "TMPDIR": str(exchange)})
     lines = [line for line in result.stdout.splitlines() if QEMU_PROGRAM in line.split(" ", 1)[0]]
     if result.returncode != 0 or not lines:
         detail = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
@@ -184,10 +190,29 @@ def qemu_command(kernel: Kernel, accel: str, exchange: Path, shared: Sequence[Pa
     return command
 
 
-def _die_with_parent() -> None:
-    """In the QEMU child before exec: SIGKILL when this process dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _die_with(parent: int):
+    """For the QEMU child before exec: SIGKILL when `parent` (this process)
+    dies, also if it died before the child could ask for it."""
+
+    def arm() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+# Waits until every holder of its stdin's write end (this process and QEMU)
+# is gone, then removes the exchange directory.
+_REAPER = "import shutil, sys; sys.stdin.buffer.read(); shutil.rmtree(sys.argv[1], ignore_errors=True)"
+
+
+def _start_reaper(exchange: Path) -> subprocess.Popen[bytes]:
+    """The remover of the exchange directory. A session of its own: Ctrl-C
+    in the terminal does not reach it."""
+    return subprocess.Popen([sys.executable, "-I", "-c", _REAPER, str(exchange)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 class _Relay(threading.Thread):
@@ -222,11 +247,15 @@ def _raise_stop(signum: int, _frame: object) -> None:
     raise _Stop(signum)
 
 
-def _boot(command: list[str], exchange: Path, accel: str) -> tuple[int | None, str, bool]:
+def _boot(command: list[str], exchange: Path, accel: str,
+          reaper: subprocess.Popen[bytes]) -> tuple[int | None, str, bool]:
     """Runs QEMU until it exits. Returns (exit status of the guest command or
     None, QEMU's last error line, whether the guest started)."""
+    assert reaper.stdin is not None
+    # QEMU holds the reaper's pipe too: the directory it shares stays while it runs.
     qemu = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=_die_with_parent)
+                            start_new_session=True, preexec_fn=_die_with(os.getpid()),
+                            pass_fds=(reaper.stdin.fileno(),))
     assert qemu.stdout is not None and qemu.stderr is not None
     relays = [_Relay(qemu.stdout, sys.stdout.buffer), _Relay(qemu.stderr, sys.stderr.buffer)]
     for relay in relays:
@@ -276,6 +305,7 @@ def run(argv: Sequence[str], *, shared: Sequence[Path] = (), memory: str = DEFAU
     accels, kvm_skipped = kvm_plan(qemu, kernel, cache)
     cpus = cpus or min(os.cpu_count() or 1, 2)
     exchange = Path(tempfile.mkdtemp(prefix="meshemu-vm-", dir="/tmp"))
+    reaper = _start_reaper(exchange)
     previous = {signum: signal.signal(signum, _raise_stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         request = {"argv": list(argv), "cwd": str(cwd), "env": dict(os.environ),
@@ -289,7 +319,7 @@ def run(argv: Sequence[str], *, shared: Sequence[Path] = (), memory: str = DEFAU
                 why = f" ({kvm_skipped})" if kvm_skipped else ""
                 say(f"booting Debian's kernel {kernel.version} under TCG, software emulation{why}")
             started_at = time.monotonic()
-            status, reason, started = _boot(command, exchange, accel)
+            status, reason, started = _boot(command, exchange, accel, reaper)
             if status is not None:
                 say(f"{shlex.join(argv)} exited with status {status} after {time.monotonic() - started_at:.1f} s "
                     f"in the VM")
@@ -312,7 +342,7 @@ def run(argv: Sequence[str], *, shared: Sequence[Path] = (), memory: str = DEFAU
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        shutil.rmtree(exchange, ignore_errors=True)
+        reaper.communicate()  # closes our end: the reaper removes the exchange directory
 
 
 # --- command line -------------------------------------------------------------------
