@@ -7,15 +7,19 @@ skip elsewhere, except the one that checks the error a kernel without it gives.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from meshemu import Lab, LabError, load_topology
-from meshemu import hwsim
+from meshemu import hwsim, procs
 from meshemu.bench import hwsim as agreement
+from meshemu.state import RUN_ROOT, read_state
 
 from conftest import namespaces
 
@@ -104,6 +108,41 @@ def test_a_second_medium_cannot_register(write):
         with pytest.raises(LabError, match="refused the registration"):
             second.up()
         assert not [ns for ns in namespaces() if ns.startswith("hwtwo-")]
+
+
+@needs_hwsim
+def test_sigkill_of_the_medium_destroys_the_radios_and_cleanup_leaves_nothing(write):
+    name = "hwkill"
+    interfaces_before = set(os.listdir("/sys/class/net"))
+    lab = Lab.from_file(chain(write, name)).up()
+    try:
+        def radios() -> list[str]:
+            return [node.name for node in lab if "wlan0" in node.run(["ip", "-o", "link", "show"]).stdout]
+
+        assert radios() == ["n0", "n1", "n2"]
+        lab["n1"].spawn(["sleep", "300"])
+        state = read_state(lab.run_dir)
+        medium = state.medium()
+        assert medium is not None and procs.signal_process(medium.id, signal.SIGKILL)
+        assert procs.wait_gone([medium.id], 10) == []
+        # HWSIM_ATTR_DESTROY_RADIO_ON_CLOSE: the kernel removes the radios
+        # with the medium's socket; the namespaces stay until the cleanup.
+        deadline = time.monotonic() + 10
+        while radios() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert radios() == []
+        assert [ns for ns in namespaces() if ns.startswith(f"{name}-")]
+
+        result = subprocess.run([sys.executable, "-m", "meshemu", "cleanup", name], capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert f"deleted namespace {name}-n0" in result.stdout
+    finally:
+        lab.down()
+    assert [ns for ns in namespaces() if ns.startswith(f"{name}-")] == []
+    assert not (RUN_ROOT / name).exists() and not list(Path("/etc/netns").glob(f"{name}-*"))
+    assert set(os.listdir("/sys/class/net")) == interfaces_before
+    assert procs.processes_in_netns(set(state.netns_inodes.values())) == []
 
 
 def test_backend_vm_outside_the_vm_says_how_to_run_it(write):

@@ -1,6 +1,7 @@
-"""The VM mode (`meshemu vm`): failure paths without booting, Ctrl-C
-cleanup, and the CI run of the hwsim tests inside the VM (software emulation
-here: about 3 minutes)."""
+"""The VM mode (`meshemu vm`): failure paths without booting, cleanup after
+Ctrl-C, SIGTERM and SIGKILL (about 4 s: the VM is stopped while it boots),
+and the CI run of the hwsim tests inside the VM (software emulation here:
+about 65 s, measured 2026-11-25)."""
 
 from __future__ import annotations
 
