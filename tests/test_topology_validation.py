@@ -58,6 +58,9 @@ CASES = {
     "new node without position": (CHAIN + "nodes:\n  x: {promiscuous: true}\n", 4, 6, "nodes.x", "position is required"),
     "YAML syntax": (CHAIN + "radio: {tx_power: 20dBm\n", 4, 1, "", "YAML syntax error"),
     "no nodes": ("name: vt\n", 1, 1, "", "no nodes"),
+    "spin too long": (CHAIN + "realtime: {spin: 2ms}\n", 3, 11, "realtime", "spin must be at most 1ms, got 2000us"),
+    "bad scheduling choice": (CHAIN + "realtime: {sched_fifo: always}\n", 3, 24, "realtime.sched_fifo",
+                              "expected true, false or auto, got 'always'"),
 }
 
 

@@ -580,6 +580,27 @@ Backend = Annotated[
 ]
 
 
+def _sched_fifo(value: Any) -> Any:
+    if isinstance(value, bool) or value == "auto":
+        return value
+    raise ValueError(f"expected true, false or auto, got {value!r}")
+
+
+class Realtime(StrictModel):
+    """How the medium keeps to the wall clock (emulator/README.md section 4)."""
+
+    # The medium's event loop under SCHED_FIFO: true, false, or auto (if the
+    # kernel allows it, else normal scheduling and a warning).
+    sched_fifo: Annotated[Literal["auto"] | bool, BeforeValidator(_sched_fifo)] = "auto"
+    spin: Duration = 0  # wake this long before each deadline and spin until it
+
+    @model_validator(mode="after")
+    def _short_spin(self) -> "Realtime":
+        if self.spin > 1_000_000:  # the medium's own limit: spinning is for the last microseconds
+            raise ValueError(f"spin must be at most 1ms, got {self.spin / 1e3:g}us")
+        return self
+
+
 class TopologySpec(StrictModel):
     name: LabName | None = None
     profile: ProfileName = "ns2-wavelan"
@@ -596,6 +617,7 @@ class TopologySpec(StrictModel):
     links: list[LinkSpec] | None = None
     mobility: LabMobility | None = None
     backend: Backend = TapBackend(kind="tap")
+    realtime: Realtime = Realtime()
 
 
 # --- sim and experiment files -----------------------------------------------------------

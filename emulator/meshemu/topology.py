@@ -63,6 +63,8 @@ class Topology:
     # {"kind": "tap"} or {"kind": "hwsim", "mode", "ssid", "frequency_mhz", "vm"} (see hwsim.py)
     backend: dict[str, Any] = field(default_factory=lambda: {"kind": "tap"})
     queueing: QueueingChoice = QueueingChoice()  # bpd in every node unless fifo (queueing.py)
+    # LAB.json's realtime: {"sched_fifo": off | auto | on, "spin_ns"} (emulator/README.md section 4)
+    realtime: dict[str, Any] = field(default_factory=lambda: {"sched_fifo": "auto", "spin_ns": 0})
 
     def node(self, name: str) -> TopologyNode:
         for node in self.nodes:
@@ -83,7 +85,7 @@ class Topology:
                        "prefix_len": self.subnet.prefixlen, "mtu": LAB_MTU} for node in self.nodes],
             "routing": self.routing,
             "priority_udp_ports": PRIORITY_UDP_PORTS,
-            "realtime": {"sched_fifo": False, "spin_ns": 0},
+            "realtime": self.realtime,
             "ipv6_link_local": self.routing_choice.ipv6_link_local,
         }
 
@@ -198,8 +200,10 @@ class _Resolver:
             for index, node in enumerate(planned)
         )
         choice = choice_of(self.spec.routing)
+        fifo = self.spec.realtime.sched_fifo
+        realtime = {"sched_fifo": {True: "on", False: "off"}.get(fifo, fifo), "spin_ns": self.spec.realtime.spin}
         return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice,
-                        self._backend(), self.queueing)
+                        self._backend(), self.queueing, realtime)
 
     def _backend(self) -> dict[str, Any]:
         backend = self.spec.backend

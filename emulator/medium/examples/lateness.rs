@@ -54,7 +54,7 @@ struct RunResult {
     cpu_percent: f64,
 }
 
-fn run_once(sched_fifo: bool, spin_ns: u64) -> RunResult {
+fn run_once(sched_fifo: &str, spin_ns: u64) -> RunResult {
     let mut config = lab_config("bench-late", &grid(SIDE, 200.0), "static");
     config["realtime"] = json!({"sched_fifo": sched_fifo, "spin_ns": spin_ns});
     let guard = LabGuard::start(config);
@@ -111,7 +111,7 @@ fn main() {
     );
     println!("lateness in µs as min / median / max over the runs");
     for (mode, sched_fifo, spin_ns) in
-        [("default", false, 0), ("SCHED_FIFO", true, 0), ("SCHED_FIFO + spin 50 µs", true, 50_000)]
+        [("normal scheduling", "off", 0), ("SCHED_FIFO", "on", 0), ("SCHED_FIFO + spin 50 µs", "on", 50_000)]
     {
         let results: Vec<RunResult> = (0..RUNS).map(|_| run_once(sched_fifo, spin_ns)).collect();
         let field = |name: &str| results.iter().map(|r| r.lateness[name].as_f64().unwrap() / 1e3).collect::<Vec<_>>();

@@ -53,12 +53,24 @@ pub enum Routing {
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Realtime {
-    /// Run the event loop under SCHED_FIFO (priority 50).
     #[serde(default)]
-    pub sched_fifo: bool,
+    pub sched_fifo: SchedFifo,
     /// Wake this long before each deadline and spin until it.
     #[serde(default)]
     pub spin_ns: u64,
+}
+
+/// Whether the event loop runs under SCHED_FIFO (priority 50): without it,
+/// the nodes' programs on the same cores delay its wake-ups by milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedFifo {
+    #[default]
+    Off,
+    /// SCHED_FIFO if the kernel allows it, else normal scheduling and a warning.
+    Auto,
+    /// SCHED_FIFO or the lab does not start.
+    On,
 }
 
 /// Longest spin we accept: spinning is for the last microseconds only.
@@ -200,7 +212,7 @@ pub(crate) mod tests {
                 {"netns": "t-n1", "ipv4": "10.0.0.2", "prefix_len": 16, "mtu": 1500}
             ],
             "routing": "static", "priority_udp_ports": [654],
-            "realtime": {"sched_fifo": false, "spin_ns": 0}
+            "realtime": {"sched_fifo": "off", "spin_ns": 0}
         })
     }
 

@@ -19,6 +19,10 @@ pub enum Request {
     Stats {
         #[serde(default)]
         node: Option<String>,
+        /// With false, the counters alone: a whole large lab's peer tables
+        /// cost the event loop milliseconds to serialise.
+        #[serde(default = "yes")]
+        peers: bool,
     },
     Positions {},
     Links {},
@@ -53,6 +57,10 @@ pub enum Request {
         events: Vec<EventKind>,
     },
     Shutdown {},
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What a subscriber can ask to be told.
@@ -216,8 +224,12 @@ mod tests {
     #[test]
     fn requests_parse() {
         assert_eq!(parse(r#"{"op": "status"}"#), Ok(Request::Status {}));
-        assert_eq!(parse(r#"{"op": "stats"}"#), Ok(Request::Stats { node: None }));
-        assert_eq!(parse(r#"{"op": "stats", "node": "n1"}"#), Ok(Request::Stats { node: Some("n1".into()) }));
+        assert_eq!(parse(r#"{"op": "stats"}"#), Ok(Request::Stats { node: None, peers: true }));
+        assert_eq!(
+            parse(r#"{"op": "stats", "node": "n1"}"#),
+            Ok(Request::Stats { node: Some("n1".into()), peers: true })
+        );
+        assert_eq!(parse(r#"{"op": "stats", "peers": false}"#), Ok(Request::Stats { node: None, peers: false }));
         assert_eq!(
             parse(r#"{"op": "move", "node": "n1", "position": [1, 2.5, 0]}"#),
             Ok(Request::Move { node: "n1".into(), position: [1.0, 2.5, 0.0] })

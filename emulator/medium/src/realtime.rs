@@ -12,7 +12,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use meshemu_model::{
     Action, AirFrame, Dest, Frame, LinkInfo, LinkOverride, Medium, NodeId, RadioConfig, Time, TxOutcome,
 };
@@ -26,7 +26,7 @@ use nix::sys::timerfd::{ClockId as TimerClock, Expiration, TimerFd, TimerFlags, 
 use nix::time::{clock_gettime, ClockId};
 use serde_json::{json, Value};
 
-use crate::config::LabConfig;
+use crate::config::{LabConfig, SchedFifo};
 use crate::control::{self, error_reply, Connection, EventKind, Request};
 use crate::lateness::Histogram;
 use crate::pcap::{AirBody, AirRecord, PcapWriter};
@@ -192,6 +192,18 @@ fn create_dirs(dir: &Path, mode: u32) -> anyhow::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(mode).create(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
+/// Puts the calling thread under SCHED_FIFO at [`FIFO_PRIORITY`].
+fn enter_sched_fifo() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: FIFO_PRIORITY };
+    // SAFETY: plain syscall on the calling thread (pid 0) with a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 fn monotonic_ns() -> u64 {
     let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
@@ -226,6 +238,8 @@ struct Driver<T: Port> {
     /// CLOCK_MONOTONIC at model time 0.
     t0: u64,
     spin_ns: u64,
+    /// The event loop runs under SCHED_FIFO (reported with the lateness).
+    sched_fifo: bool,
     lateness: Histogram,
     actions: Vec<Action<T::Payload>>,
     touched: Vec<usize>,
@@ -266,18 +280,25 @@ impl<T: Port> Driver<T> {
 
         // Timers of this thread fire when due, not up to 50 µs later.
         nix::sys::prctl::set_timerslack(1).context("setting the timer slack")?;
-        if cfg.realtime.sched_fifo {
-            let param = libc::sched_param { sched_priority: FIFO_PRIORITY };
-            // SAFETY: plain syscall on the calling thread (pid 0) with a valid sched_param.
-            let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-            if rc != 0 {
-                bail!("realtime.sched_fifo: sched_setscheduler: {}", io::Error::last_os_error());
+        let sched_fifo = match cfg.realtime.sched_fifo {
+            SchedFifo::Off => false,
+            SchedFifo::On => {
+                enter_sched_fifo().context("realtime.sched_fifo on: sched_setscheduler")?;
+                true
             }
-        }
+            SchedFifo::Auto => match enter_sched_fifo() {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("meshemu-medium: SCHED_FIFO refused ({e}); running with normal scheduling, expect late events");
+                    false
+                }
+            },
+        };
         Ok(Driver {
             node_by_name: names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect(),
             radios: cfg.medium.nodes.iter().map(|n| n.radio.clone()).collect(),
             spin_ns: cfg.realtime.spin_ns,
+            sched_fifo,
             peer_scratch: vec![PeerEntry::default(); names.len()],
             names,
             macs,
@@ -629,14 +650,14 @@ impl<T: Port> Driver<T> {
                     "tap_write_errors": self.delivery_errors,
                     "capture": self.capture.as_ref().map(|c| c.path.clone())})
             }
-            Request::Stats { node } => {
+            Request::Stats { node, peers } => {
                 let selected: Vec<usize> = match node {
                     Some(name) => vec![self.node(&name)?],
                     None => (0..self.names.len()).collect(),
                 };
                 let mut nodes = serde_json::Map::new();
                 for i in selected {
-                    nodes.insert(self.names[i].clone(), self.node_stats_json(i));
+                    nodes.insert(self.names[i].clone(), self.node_stats_json(i, peers));
                 }
                 json!({"time_ns": now, "nodes": nodes})
             }
@@ -718,6 +739,7 @@ impl<T: Port> Driver<T> {
             Request::Lateness {} => {
                 let mut reply = serde_json::to_value(self.lateness.summary()).expect("summary serializes");
                 reply["buckets"] = json!(self.lateness.buckets());
+                reply["sched_fifo"] = json!(self.sched_fifo);
                 reply
             }
             Request::Subscribe { events } => {
@@ -735,15 +757,20 @@ impl<T: Port> Driver<T> {
         })
     }
 
-    fn node_stats_json(&self, node: usize) -> Value {
+    /// A node's counters and, with `with_peers`, the peers it exchanged
+    /// frames with (a peer never heard nor sent to has nothing to say).
+    fn node_stats_json(&self, node: usize, with_peers: bool) -> Value {
         let medium = &self.lab.medium;
         let mut value = serde_json::to_value(medium.stats(node)).expect("counters serialize");
+        if !with_peers {
+            return value;
+        }
         let mut peers = vec![PeerEntry::default(); self.names.len()];
         fill_peers(medium, node, &self.macs, &mut peers);
         let peers: Vec<Value> = peers
             .iter()
             .enumerate()
-            .filter(|&(j, _)| j != node)
+            .filter(|&(j, peer)| j != node && peer.tx_acked + peer.tx_failed + peer.rx_frames > 0)
             .map(|(j, peer)| {
                 let mut entry = serde_json::to_value(peer).expect("peer serializes");
                 entry["node"] = json!(self.names[j]);

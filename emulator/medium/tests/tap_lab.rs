@@ -103,10 +103,14 @@ fn control_socket_answers_requests_and_explains_bad_ones() {
     let stats = control.request(json!({"op": "stats", "node": "n0"}));
     let n0 = &stats["nodes"]["n0"];
     assert!(n0["rts_attempts"].as_u64().unwrap() >= 1, "{stats}");
-    assert_eq!(n0["peers"].as_array().unwrap().len(), 2);
+    // n1 only: n2 is out of n0's range, so they exchanged nothing.
+    assert_eq!(n0["peers"].as_array().unwrap().len(), 1, "{stats}");
     assert_eq!(n0["peers"][0]["node"], "n1");
     assert_eq!(n0["peers"][0]["mac_address"], "02:00:00:00:00:02");
     assert_eq!(control.request(json!({"op": "stats"}))["nodes"].as_object().unwrap().len(), 3);
+    let counters_only = control.request(json!({"op": "stats", "peers": false}));
+    assert!(counters_only["nodes"]["n0"]["rts_attempts"].as_u64().unwrap() >= 1, "{counters_only}");
+    assert!(counters_only["nodes"]["n0"].get("peers").is_none(), "{counters_only}");
 
     // The subscriber saw the echo arrive at n1 (after ARP traffic, maybe).
     let rx = (0..20).map(|_| events.read()).find(|e| e["node"] == "n1" && e["from"] == "n0").unwrap();

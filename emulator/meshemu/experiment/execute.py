@@ -344,7 +344,7 @@ class Execution:
             for when_ns, action, flow in self._schedule():
                 self._sleep_until(when_ns / NS)
                 if action == "snapshot":
-                    snapshots.append({"t_s": self.elapsed_s(), "nodes": _counters(lab.stats())})
+                    snapshots.append({"t_s": self.elapsed_s(), "nodes": lab.stats(peers=False)})
                 elif action == "start":
                     assert flow is not None
                     self._start_client(lab, flow)
@@ -553,10 +553,6 @@ class Execution:
             record.update({"sim_seeds": seeds, "sim_goodput_bps": mean, "sim_goodput_min_bps": min(goodputs),
                            "sim_goodput_max_bps": max(goodputs),
                            "sim_ratio": record["goodput_bps"] / mean if mean else None})
-
-
-def _counters(nodes: dict[str, Any]) -> dict[str, Any]:
-    return {name: {key: value for key, value in counters.items() if key != "peers"} for name, counters in nodes.items()}
 
 
 def set_quickack(node: Node, ip: str) -> None:

@@ -75,7 +75,7 @@ pub fn lab_config(lab: &str, positions: &[[f64; 3]], routing: &str) -> Value {
         "lab": lab, "run_dir": format!("/run/meshemu/{lab}"),
         "medium": {"seed": 1, "mac": {"kind": "dcf"}, "nodes": nodes},
         "nodes": netns, "routing": routing, "priority_udp_ports": [654, 698, 6696],
-        "realtime": {"sched_fifo": false, "spin_ns": 0}
+        "realtime": {"sched_fifo": "off", "spin_ns": 0}
     })
 }
 
