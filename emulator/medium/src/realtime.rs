@@ -241,6 +241,9 @@ struct Driver<T: Port> {
     /// The event loop runs under SCHED_FIFO (reported with the lateness).
     sched_fifo: bool,
     lateness: Histogram,
+    /// How late the timer woke the loop (from its armed deadline): the
+    /// host's share of the lateness, without the loop's own work.
+    timer_wakeup: Histogram,
     actions: Vec<Action<T::Payload>>,
     touched: Vec<usize>,
     peer_scratch: Vec<PeerEntry>,
@@ -308,6 +311,7 @@ impl<T: Port> Driver<T> {
             armed: None,
             t0: 0,
             lateness: Histogram::default(),
+            timer_wakeup: Histogram::default(),
             actions: Vec::new(),
             touched: Vec::new(),
             clients: HashMap::new(),
@@ -342,7 +346,11 @@ impl<T: Port> Driver<T> {
                 Err(Errno::EINTR) => 0,
                 Err(e) => return Err(e).context("epoll_wait"),
             };
-            let now = self.spin_until_due(self.now());
+            let woke = self.now();
+            if let Some(deadline) = self.armed.filter(|&deadline| deadline <= woke) {
+                self.timer_wakeup.record(woke - deadline);
+            }
+            let now = self.spin_until_due(woke);
             self.advance(now);
             for event in &events[..count] {
                 match event.data() {
@@ -740,6 +748,7 @@ impl<T: Port> Driver<T> {
                 let mut reply = serde_json::to_value(self.lateness.summary()).expect("summary serializes");
                 reply["buckets"] = json!(self.lateness.buckets());
                 reply["sched_fifo"] = json!(self.sched_fifo);
+                reply["timer_wakeup"] = json!(self.timer_wakeup.summary());
                 reply
             }
             Request::Subscribe { events } => {

@@ -122,6 +122,9 @@ fn control_socket_answers_requests_and_explains_bad_ones() {
     let lateness = control.request(json!({"op": "lateness"}));
     assert!(lateness["count"].as_u64().unwrap() > 0, "{lateness}");
     assert_eq!(lateness["buckets"].as_array().unwrap().len(), 62);
+    let wakeups = &lateness["timer_wakeup"];
+    assert!(wakeups["count"].as_u64().unwrap() > 0, "{lateness}");
+    assert!(wakeups["p50_ns"].as_u64().unwrap() <= wakeups["max_ns"].as_u64().unwrap(), "{lateness}");
 
     for (line, expected) in [
         ("not json", "not JSON"),
