@@ -35,9 +35,12 @@ pub enum Input<'a> {
     LinkFailed { neighbor: Ipv4Addr },
     /// The link layer received frames from this neighbour (data included).
     NeighborHeard { neighbor: Ipv4Addr },
-    /// The MAC's cumulative count of deferrals (channel access found or
-    /// sensed the medium busy): the contention a node sees (COPAS).
-    MacDefers { total: u64 },
+    /// The link layer's frames to this neighbour were acknowledged.
+    NeighborAcked { neighbor: Ipv4Addr },
+    /// The MAC's cumulative count of the backoffs activity in the medium
+    /// caused (a frame found it busy, an attempt failed): the contention a
+    /// node sees (COPAS).
+    MacBackoffs { total: u64 },
 }
 
 /// What the core wants done.
@@ -79,7 +82,7 @@ pub enum Event {
     Malformed { from: Ipv4Addr, error: String },
     /// COPAS: a path of the pair (src, dst) chosen for a role (forward:
     /// src to dst; reverse: dst to src), listed from src to dst; `cause`:
-    /// discovery, contention, rerr; contention in hundredths of a deferral.
+    /// discovery, contention, rerr; contention in hundredths of a backoff.
     PathSelected { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, path: Vec<Ipv4Addr>, contention_centi: u32, cause: &'static str },
     /// COPAS: this end sends the role's traffic over the pair's other path now.
     PathSwitched { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, cause: &'static str },

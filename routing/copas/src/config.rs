@@ -10,13 +10,13 @@ use thiserror::Error;
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// T_BACKOFF: the period over which MAC deferrals are counted.
+    /// T_BACKOFF: the period over which contention backoffs are counted.
     pub t_backoff_ms: u64,
     /// Weight of the newest count in mu = (1 - alpha) mu + alpha N.
     pub alpha: f64,
     /// T_COLLECT: how long the destination gathers RREQ copies after the first.
     pub t_collect_ms: u64,
-    /// BACKOFF_THRES: a relay whose mu exceeds this (deferrals per T_BACKOFF) makes its path move.
+    /// BACKOFF_THRES: a relay whose mu exceeds this (backoffs per T_BACKOFF) makes its path move.
     pub backoff_thres: f64,
     /// How often an end probes the path it sends on while it sends.
     pub probe_interval_ms: u64,
@@ -34,7 +34,8 @@ pub struct Config {
     pub broadcast_jitter_ms: u64,
     /// After a reroute of one path starts, no other for that path during this time.
     pub reroute_hold_ms: u64,
-    /// A new path may be this many hops longer than the one it replaces ("similarly long").
+    /// A path may be this many hops longer than the shortest found (discovery)
+    /// or than the one it replaces (reroute): "similarly long".
     pub length_slack: u8,
     /// The destination keeps at most this many RREQ copies per discovery.
     pub max_candidates: usize,

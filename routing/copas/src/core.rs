@@ -101,14 +101,17 @@ pub struct Copas {
     delayed: Vec<(Duration, u8, Vec<u8>)>,
     /// (packet src, packet dst) -> no RERR about it before.
     rerr_hold: BTreeMap<(Ipv4Addr, Ipv4Addr), Duration>,
-    /// When the radio last received a frame from each neighbour.
+    /// When the radio last received a frame from each neighbour or had one
+    /// acknowledged by it: on a path that carries one direction only, the
+    /// next hop sends nothing back but ACKs.
     heard: BTreeMap<Ipv4Addr, Duration>,
     contention: Contention,
     rng: ChaCha8Rng,
     counters: Counters,
 }
 
-/// mu = (1 - alpha) mu + alpha N every T_BACKOFF, N the MAC deferrals in it.
+/// mu = (1 - alpha) mu + alpha N every T_BACKOFF, N the MAC backoffs activity
+/// in the medium caused in it (`Input::MacBackoffs`).
 #[derive(Clone, Debug)]
 struct Contention {
     mu: f64,
@@ -155,7 +158,7 @@ impl Copas {
         self.me
     }
 
-    /// This node's smoothed contention (deferrals per T_BACKOFF).
+    /// This node's smoothed contention (backoffs per T_BACKOFF).
     pub fn contention(&self) -> f64 {
         self.contention.mu
     }
@@ -325,7 +328,7 @@ impl Copas {
         let id = key.1;
         let pair_key = (collection.src, collection.dst);
         if collection.role == Role::Both {
-            let Some(selection) = select_pair(&collection.candidates) else { return };
+            let Some(selection) = select_pair(&collection.candidates, usize::from(self.config.length_slack)) else { return };
             let (forward, reverse) = match selection {
                 Selection::Disjoint { forward, reverse } => {
                     self.bump("disjoint_selections");
@@ -584,7 +587,7 @@ impl Copas {
     }
 
     /// The radio could not reach `neighbor`: routes through it are broken,
-    /// unless the neighbour is still heard. In a busy static network most
+    /// unless the neighbour is still heard (or acknowledges frames). In a busy static network most
     /// retry drops are lost contention (hidden terminals, capture), which
     /// probes and reroutes deal with; a RERR for each would churn the paths.
     fn link_failed(&mut self, now: Duration, neighbor: Ipv4Addr, out: &mut Vec<Output>) {
@@ -717,7 +720,7 @@ impl Protocol for Copas {
         match input {
             Input::Control { from, ttl, payload } => self.receive(now, from, ttl, payload, out),
             Input::Tick => {}
-            Input::NeighborHeard { neighbor } => {
+            Input::NeighborHeard { neighbor } | Input::NeighborAcked { neighbor } => {
                 self.heard.insert(neighbor, now);
             }
             Input::NoRoute { src, dst, local } => self.no_route(now, src, dst, local, out),
@@ -727,7 +730,7 @@ impl Protocol for Copas {
                     self.link_failed(now, neighbor, out);
                 }
             }
-            Input::MacDefers { total } => {
+            Input::MacBackoffs { total } => {
                 let c = &mut self.contention;
                 c.total = Some(total);
                 c.at_sample.get_or_insert(total);

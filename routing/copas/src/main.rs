@@ -98,7 +98,7 @@ fn run(args: Args) -> Result<()> {
     if nix::unistd::geteuid().as_raw() != 0 {
         bail!("copasd changes routes, policy rules and netfilter rules: run it as root");
     }
-    // Contention comes from the MAC's deferral counter and link breaks from
+    // Contention comes from the MAC's backoff counters and link breaks from
     // its per-peer drops: here the medium's radio statistics page; on real
     // hardware, another LinkLayer reading the driver's counters.
     let page = match &config.daemon.radio_stats {

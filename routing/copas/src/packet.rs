@@ -3,7 +3,7 @@
 //! their own type numbers (64-67) so that an AODV packet is refused, not
 //! misread. Decoding never panics: every length and count is checked.
 //!
-//! Contention values are hundredths of a deferral per T_BACKOFF, saturating
+//! Contention values are hundredths of a backoff per T_BACKOFF, saturating
 //! at 655.35 in a hop entry; sums are u32.
 
 use std::net::Ipv4Addr;

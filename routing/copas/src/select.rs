@@ -48,17 +48,23 @@ pub enum Selection {
 /// less contended of them carries the data (the heavier direction: full
 /// segments against ACKs). Without a disjoint pair, the least contended
 /// single path. Ends in range of each other use their direct link both
-/// ways: there is no relay to keep apart.
-pub fn select_pair(candidates: &[Candidate]) -> Option<Selection> {
-    let best = candidates.iter().min_by_key(|c| c.rank())?;
+/// ways: there is no relay to keep apart. Only candidates at most
+/// `length_slack` hops longer than the shortest take part: a node without
+/// traffic of its own hardly ever backs off, so a sum of backoffs cannot
+/// tell a long detour through idle nodes from a short path through a busy
+/// one (routing/copas/README.md, "Path length").
+pub fn select_pair(candidates: &[Candidate], length_slack: usize) -> Option<Selection> {
+    let shortest = candidates.iter().map(Candidate::hops).min()?;
+    let similar: Vec<&Candidate> = candidates.iter().filter(|c| c.hops() <= shortest + length_slack).collect();
+    let best = *similar.iter().min_by_key(|c| c.rank())?;
     if best.hops() == 1 {
         return Some(Selection::Single(best.clone()));
     }
     // (contention sum, hops, arrivals) of the best pair so far, and its forward and reverse paths.
     type Ranked<'a> = ((u32, usize, usize, usize), &'a Candidate, &'a Candidate);
     let mut best_pair: Option<Ranked> = None;
-    for (i, a) in candidates.iter().enumerate() {
-        for b in &candidates[i + 1..] {
+    for (i, &a) in similar.iter().enumerate() {
+        for &b in &similar[i + 1..] {
             if !a.disjoint_from(b.relays()) {
                 continue;
             }
@@ -116,7 +122,7 @@ mod tests {
         let i = candidate(&[10, 11, 12], 900, 0);
         let j = candidate(&[20, 21], 1400, 1);
         let k = candidate(&[30, 31, 32], 500, 2);
-        let selection = select_pair(&[i.clone(), j, k.clone()]).unwrap();
+        let selection = select_pair(&[i.clone(), j, k.clone()], 1).unwrap();
         assert_eq!(selection, Selection::Disjoint { forward: k, reverse: i });
     }
 
@@ -126,7 +132,7 @@ mod tests {
         let p = candidate(&[10, 20], 100, 0);
         let q = candidate(&[10, 11], 300, 1);
         let r = candidate(&[20, 21], 400, 2);
-        assert_eq!(select_pair(&[p, q.clone(), r.clone()]).unwrap(), Selection::Disjoint { forward: q, reverse: r });
+        assert_eq!(select_pair(&[p, q.clone(), r.clone()], 1).unwrap(), Selection::Disjoint { forward: q, reverse: r });
     }
 
     #[test]
@@ -134,8 +140,8 @@ mod tests {
         let p = candidate(&[10, 11], 700, 0);
         let q = candidate(&[12, 11], 300, 1);
         let r = candidate(&[10, 12], 300, 2);
-        assert_eq!(select_pair(&[p, q.clone(), r]).unwrap(), Selection::Single(q));
-        assert_eq!(select_pair(&[]), None);
+        assert_eq!(select_pair(&[p, q.clone(), r], 1).unwrap(), Selection::Single(q));
+        assert_eq!(select_pair(&[], 1), None);
     }
 
     #[test]
@@ -144,16 +150,28 @@ mod tests {
         let short = candidate(&[20, 21], 300, 1);
         let late = candidate(&[30, 31], 300, 2);
         assert_eq!(
-            select_pair(&[long, short.clone(), late.clone()]).unwrap(),
+            select_pair(&[long, short.clone(), late.clone()], 1).unwrap(),
             Selection::Disjoint { forward: short, reverse: late }
         );
+    }
+
+    #[test]
+    fn detours_longer_than_the_slack_take_no_part() {
+        // An idle 6-hop detour and an idle 5-hop one against two busier 2-hop paths.
+        let detour = candidate(&[10, 11, 12, 13, 14], 0, 2);
+        let other_detour = candidate(&[20, 21, 22, 23], 0, 3);
+        let short = candidate(&[30], 800, 0);
+        let other_short = candidate(&[40, 41], 900, 1);
+        let all = [detour.clone(), other_detour.clone(), short.clone(), other_short.clone()];
+        assert_eq!(select_pair(&all, 1).unwrap(), Selection::Disjoint { forward: short, reverse: other_short });
+        assert_eq!(select_pair(&all, 4).unwrap(), Selection::Disjoint { forward: other_detour, reverse: detour });
     }
 
     #[test]
     fn neighbours_use_the_direct_link_both_ways() {
         let direct = candidate(&[], 0, 1);
         let around = candidate(&[10], 0, 0);
-        assert_eq!(select_pair(&[around, direct.clone()]).unwrap(), Selection::Single(direct));
+        assert_eq!(select_pair(&[around, direct.clone()], 1).unwrap(), Selection::Single(direct));
     }
 
     #[test]

@@ -799,7 +799,8 @@ impl Protocol for Aodv {
                     self.link_broken(now, neighbor, "link layer", out);
                 }
             }
-            Input::MacDefers { .. } => {}
+            // Liveness is what RFC 3561 6.11 names, packets from the neighbour; contention is COPAS's.
+            Input::NeighborAcked { .. } | Input::MacBackoffs { .. } => {}
         }
         // Whatever input woke us, timers that are due run now, in order.
         self.tick(now, out);

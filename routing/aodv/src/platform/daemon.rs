@@ -163,15 +163,8 @@ impl Platform {
             }
             if self.link_layer.is_some() && now >= next_feedback {
                 next_feedback = now + feedback_every;
-                let (failed, heard, defers) = self.link_activity();
-                if let Some(total) = defers {
-                    protocol.handle(now, Input::MacDefers { total }, &mut out);
-                }
-                for neighbor in heard {
-                    protocol.handle(now, Input::NeighborHeard { neighbor }, &mut out);
-                }
-                for neighbor in failed {
-                    protocol.handle(now, Input::LinkFailed { neighbor }, &mut out);
+                for input in self.link_inputs() {
+                    protocol.handle(now, input, &mut out);
                 }
             }
             if protocol.poll_at().is_some_and(|t| t <= now) {
@@ -337,22 +330,28 @@ impl Platform {
         used
     }
 
-    /// (neighbours the link layer failed to reach, neighbours it heard, the MAC's deferral count).
-    fn link_activity(&mut self) -> (Vec<Ipv4Addr>, Vec<Ipv4Addr>, Option<u64>) {
-        let Some(source) = self.link_layer.as_mut() else { return (Vec::new(), Vec::new(), None) };
+    /// What the link layer saw since the last look, as inputs: the MAC's
+    /// contention backoffs, then neighbours heard, neighbours that
+    /// acknowledged frames, neighbours it failed to reach (by IPv4 address).
+    fn link_inputs(&mut self) -> Vec<Input<'static>> {
+        let Some(source) = self.link_layer.as_mut() else { return Vec::new() };
         let activity = match source.activity_since_last() {
             Ok(activity) => activity,
             Err(error) => {
                 warn!(%error, "reading the link layer's counters");
-                return (Vec::new(), Vec::new(), None);
+                return Vec::new();
             }
         };
-        if activity.failed.is_empty() && activity.received.is_empty() {
-            return (Vec::new(), Vec::new(), activity.defers);
+        let mut inputs: Vec<Input> = activity.contention_backoffs.map(|total| Input::MacBackoffs { total }).into_iter().collect();
+        if activity.failed.is_empty() && activity.received.is_empty() && activity.acked.is_empty() {
+            return inputs;
         }
         let neighbors = arp_table(&self.config.interface);
-        let resolve = |macs: &[[u8; 6]]| macs.iter().filter_map(|mac| neighbors.get(mac).copied()).collect();
-        (resolve(&activity.failed), resolve(&activity.received), activity.defers)
+        let resolve = |macs: Vec<[u8; 6]>| macs.into_iter().filter_map(|mac| neighbors.get(&mac).copied()).collect::<Vec<_>>();
+        inputs.extend(resolve(activity.received).into_iter().map(|neighbor| Input::NeighborHeard { neighbor }));
+        inputs.extend(resolve(activity.acked).into_iter().map(|neighbor| Input::NeighborAcked { neighbor }));
+        inputs.extend(resolve(activity.failed).into_iter().map(|neighbor| Input::LinkFailed { neighbor }));
+        inputs
     }
 
     fn log_event(&mut self, event: &Event) {

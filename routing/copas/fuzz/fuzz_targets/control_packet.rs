@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     for chunk in data[2..].chunks(12.max(usize::from(data[1]) % 64)) {
         for node in nodes.iter_mut() {
             node.handle(now, Input::Control { from, ttl: data[1], payload: chunk }, &mut out);
-            node.handle(now, Input::MacDefers { total: u64::from(data[0]) * now.as_millis() as u64 }, &mut out);
+            node.handle(now, Input::MacBackoffs { total: u64::from(data[0]) * now.as_millis() as u64 }, &mut out);
             node.handle(now, Input::RouteUsed { addr: from }, &mut out);
             if data[0] & 1 == 1 {
                 node.handle(now, Input::LinkFailed { neighbor: from }, &mut out);

@@ -1,6 +1,6 @@
 //! The COPAS core with scripted time on hand-built networks: a harness
 //! carries control packets between neighbours, keeps every node's kernel
-//! routes and feeds each node its MAC deferral counter.
+//! routes and feeds each node its MAC backoff counter (`Input::MacBackoffs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -28,9 +28,9 @@ struct Net {
     in_flight: Vec<(Duration, usize, Ipv4Addr, u8, Vec<u8>)>,
     /// Every node's kernel routes: (packet src, packet dst) -> next hop.
     kernel: Vec<BTreeMap<(Ipv4Addr, Ipv4Addr), Ipv4Addr>>,
-    /// Deferrals per second each node's MAC counts, and the counters.
-    defer_rate: Vec<u64>,
-    defers: Vec<f64>,
+    /// Contention backoffs per second each node's MAC counts, and the counters.
+    backoff_rate: Vec<u64>,
+    backoffs: Vec<f64>,
     log: Vec<(Duration, usize, Output)>,
 }
 
@@ -43,8 +43,8 @@ impl Net {
             now: Duration::ZERO,
             in_flight: Vec::new(),
             kernel: vec![BTreeMap::new(); count],
-            defer_rate: vec![0; count],
-            defers: vec![0.0; count],
+            backoff_rate: vec![0; count],
+            backoffs: vec![0.0; count],
             log: Vec::new(),
         }
     }
@@ -102,9 +102,9 @@ impl Net {
             self.now = next;
             if next == next_report {
                 for node in 0..self.nodes.len() {
-                    self.defers[node] += self.defer_rate[node] as f64 / 10.0;
-                    let total = self.defers[node] as u64;
-                    self.input(node, Input::MacDefers { total });
+                    self.backoffs[node] += self.backoff_rate[node] as f64 / 10.0;
+                    let total = self.backoffs[node] as u64;
+                    self.input(node, Input::MacBackoffs { total });
                     let used: BTreeSet<Ipv4Addr> = self.kernel[node].keys().flat_map(|&(s, d)| [s, d]).collect();
                     for addr in used {
                         self.input(node, Input::RouteUsed { addr });
@@ -172,12 +172,12 @@ fn three_routes() -> Net {
     Net::new(8, &[(S, 2), (2, 3), (3, D), (S, 4), (4, 5), (5, D), (S, 6), (6, 7), (7, D)])
 }
 
-/// Three routes with contention sums i 6, j 10, k 2 (deferrals per second
+/// Three routes with contention sums i 6, j 10, k 2 (backoffs per second
 /// per relay 3+3, 5+5, 1+1), settled for 5 s, then S discovers D.
 fn fig2_discovered() -> Net {
     let mut net = three_routes();
     for (node, rate) in [(2, 3), (3, 3), (4, 5), (5, 5), (6, 1), (7, 1)] {
-        net.defer_rate[node] = rate;
+        net.backoff_rate[node] = rate;
     }
     net.run_until(ms(5000));
     net.send_data(S, D);
@@ -203,7 +203,7 @@ fn fig2_the_two_least_contended_disjoint_routes_are_chosen_and_the_least_carries
 fn without_disjoint_routes_the_least_contended_single_route_carries_both_ways() {
     // Every route crosses node 2: S-2-3-D and S-2-4-D; node 3 is busy.
     let mut net = Net::new(5, &[(S, 2), (2, 3), (2, 4), (3, D), (4, D)]);
-    net.defer_rate[3] = 8;
+    net.backoff_rate[3] = 8;
     net.run_until(ms(3000));
     net.send_data(S, D);
     net.run_until(ms(5000));
@@ -216,9 +216,9 @@ fn without_disjoint_routes_the_least_contended_single_route_carries_both_ways() 
 fn a_contention_spike_on_the_forward_path_moves_it_within_a_few_t_backoff() {
     let mut net = fig2_discovered();
     assert_eq!(net.walk(S, D), vec![S, 6, 7, D]);
-    // Node 6 starts to defer 20 times a second (a neighbouring flow, say).
+    // Node 6 starts to back off 20 times a second (a neighbouring flow, say).
     let spike = net.now;
-    net.defer_rate[6] = 20;
+    net.backoff_rate[6] = 20;
     net.run_until(spike + ms(6000));
     let moved = net
         .events(S)
@@ -250,9 +250,9 @@ fn a_contention_spike_on_the_forward_path_moves_it_within_a_few_t_backoff() {
 fn a_spike_without_a_better_disjoint_path_keeps_the_path() {
     let mut net = fig2_discovered();
     // Every alternative is hotter: no reroute, however high k gets.
-    net.defer_rate[4] = 40;
-    net.defer_rate[5] = 40;
-    net.defer_rate[6] = 10;
+    net.backoff_rate[4] = 40;
+    net.backoff_rate[5] = 40;
+    net.backoff_rate[6] = 10;
     net.run_until(net.now + ms(8000));
     assert_eq!(net.walk(S, D), vec![S, 6, 7, D]);
     assert!(net.counter(S, "reroutes_declined") >= 1);
@@ -283,6 +283,14 @@ fn a_retry_drop_to_a_neighbour_still_heard_is_contention_not_a_break() {
     assert_eq!(net.walk(S, D), vec![S, 6, 7, D], "no RERR, the path stays");
     assert_eq!(net.nodes[7].counters().rerr_sent, 0);
     assert_eq!(net.counter(7, "retry_drops_to_live_neighbors"), 1);
+    // A neighbour that only acknowledges (D sends nothing back to 7 on this path) is alive too.
+    net.now += ms(1000);
+    net.input(7, Input::NeighborAcked { neighbor: addr(D) });
+    net.now += ms(300);
+    net.input(7, Input::LinkFailed { neighbor: addr(D) });
+    net.run_until(net.now + ms(10));
+    assert_eq!(net.walk(S, D), vec![S, 6, 7, D]);
+    assert_eq!(net.counter(7, "retry_drops_to_live_neighbors"), 2);
     // Silent for a second: now it is a break.
     net.now += ms(1000);
     net.input(7, Input::LinkFailed { neighbor: addr(D) });
