@@ -11,7 +11,9 @@ import sys
 import pytest
 
 from conftest import REPO, namespaces
+from meshemu.errors import ConfigError
 from meshemu.experiment import metrics
+from meshemu.experiment.execute import tfrc_send_options
 from meshemu.experiment.plan import plan_experiment
 from meshemu.experiment.results import read_records
 from meshemu.source import load_yaml
@@ -82,6 +84,53 @@ def test_the_study_files_plan_tfrc_beside_re_tfrc(name, runs, full_runs):
                 key = (run.seed, tuple(sorted((k, str(v)) for k, v in run.params.items() if "mode" not in k)))
                 modes.setdefault(key, set()).update(mode)
             assert all(found == {"tfrc", "re-tfrc"} for found in modes.values())
+
+
+RE_FLOW = """\
+topology:
+  profile: ns2-wavelan
+  generate: {kind: chain, n: 5, spacing: 200m}
+duration: 20s
+traffic:
+  - {kind: tfrc, src: first, dst: last, mode: MODE, SETTINGS}
+"""
+
+
+def tfrc_argv(write, mode: str, settings: str) -> list[str]:
+    path = write("re.yaml", RE_FLOW.replace("MODE", mode).replace("SETTINGS", settings))
+    (run,) = plan_experiment(load_yaml(str(path))).runs
+    return tfrc_send_options(run.flows[0].options)
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ("hops: 0", "traffic[0].hops: input should be greater than or equal to 1"),
+    ("hops: 256", "traffic[0].hops: input should be less than or equal to 255"),
+    ("hops: four", "traffic[0].hops: input should be a valid integer"),
+    ("phy: ofdm", "traffic[0].phy: input should be 'dsss' or 'fhss'"),
+    ("contenders: {end: 0}", "traffic[0].contenders.end: input should be greater than or equal to 1"),
+    ("contenders: {middle: 2.5}", "traffic[0].contenders.middle: input should be a valid integer"),
+    ("contenders: {edge: 3}", "traffic[0].contenders.edge: unknown key 'edge'"),
+    ("contenders: 4", "traffic[0].contenders: input should be a valid dictionary"),
+    ("max_cut: 0", "traffic[0].max_cut: input should be greater than 0"),
+    ("max_cut: 1.5", "traffic[0].max_cut: input should be less than or equal to 1"),
+])
+def test_bad_re_tfrc_settings_are_refused_at_their_key(write, settings, expected):
+    with pytest.raises(ConfigError) as caught:
+        tfrc_argv(write, "re-tfrc", settings)
+    message = str(caught.value)
+    assert expected in message and "re.yaml:6:" in message, message
+
+
+def test_re_tfrc_settings_reach_the_tool_and_plain_tfrc_leaves_them_out(write):
+    settings = "hops: 7, phy: fhss, contenders: {end: 2, middle: 8}, max_cut: 0.5, rate_cap: 300kbps"
+    assert tfrc_argv(write, "re-tfrc", settings) == [
+        "--size", "1000", "--mode", "re-tfrc", "--max-rate", "300000bps", "--hops", "7", "--phy", "fhss",
+        "--contenders-end", "2", "--contenders-middle", "8", "--re-max-cut", "0.5"]
+    # Only what is given: the tool's defaults for the rest.
+    assert tfrc_argv(write, "re-tfrc", "contenders: {middle: 8}") == [
+        "--size", "1000", "--mode", "re-tfrc", "--contenders-middle", "8"]
+    # A sweep over mode keeps the settings; `tfrc send` refuses --hops without re-tfrc.
+    assert tfrc_argv(write, "tfrc", settings) == ["--size", "1000", "--mode", "tfrc", "--max-rate", "300000bps"]
 
 
 @pytest.mark.root

@@ -127,6 +127,24 @@ def control_overhead(lab: Lab) -> tuple[int, int] | None:
     return (0, 0) if lab.config.get("routing") in ("static", "none") else None
 
 
+# The RE-TFRC settings of a tfrc flow's options, as `tfrc send` options.
+RE_TFRC_OPTIONS = (("re_hops", "--hops"), ("phy", "--phy"), ("contenders_end", "--contenders-end"),
+                   ("contenders_middle", "--contenders-middle"), ("max_cut", "--re-max-cut"))
+
+
+def tfrc_send_options(options: dict[str, Any]) -> list[str]:
+    """`tfrc send` options for a tfrc flow's planned options; plain TFRC
+    leaves out RE-TFRC's settings (the tool refuses --hops without it)."""
+    argv = ["--size", str(options["packet"]), "--mode", options["mode"]]
+    if options["rate_cap_bps"]:
+        argv += ["--max-rate", f"{options['rate_cap_bps']}bps"]
+    if options["mode"] == "re-tfrc":
+        for key, option in RE_TFRC_OPTIONS:
+            if options[key] is not None:
+                argv += [option, str(options[key])]
+    return argv
+
+
 class Execution:
     def __init__(self, run: Run, lab_name: str, artefacts: Path, tools: Tools, stop: threading.Event):
         self.run = run
@@ -249,10 +267,8 @@ class Execution:
                          "--json", "--window-start", str(start), "--window-end", str(end)])
         else:
             argv = [self.tools["tfrc"], "send", f"{dst.ip}:{flow.port}", "--duration", f"{seconds:g}s",
-                    "--size", str(flow.options["packet"]), "--mode", flow.options["mode"], "--json", "-", "--quiet",
+                    *tfrc_send_options(flow.options), "--json", "-", "--quiet",
                     "--trace", str(self.dir / f"{flow.name}.trace.jsonl")]
-            if flow.options["rate_cap_bps"]:
-                argv += ["--max-rate", f"{flow.options['rate_cap_bps']}bps"]
             self._spawn(src, "client", flow, "send.json", argv)
 
     def _stop_flow_commands(self, flow: Flow) -> None:

@@ -32,7 +32,7 @@ from ..schema import StrictModel
 from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
 from ..sweep import expand, inline_topology_file, seeds_of, sweep_paths
 from ..topology import LinksFunction, Topology, resolve_mac, resolve_topology
-from .spec import CommandTraffic, ExperimentSpec, TcpTraffic, TfrcTraffic, UdpTraffic
+from .spec import CommandTraffic, Contenders, ExperimentSpec, TcpTraffic, TfrcTraffic, UdpTraffic
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 # The congestion controls of the Linux source tree (net/ipv4/tcp_*.c); a
@@ -427,7 +427,10 @@ class _Traffic:
                     "delayed_ack": entry.delayed_ack}
         if isinstance(entry, UdpTraffic):
             return {"rate_bps": entry.rate, "packet": entry.packet, "tool": entry.tool}
-        return {"mode": entry.mode, "packet": entry.packet, "rate_cap_bps": entry.rate_cap}
+        contenders = entry.contenders or Contenders()
+        return {"mode": entry.mode, "packet": entry.packet, "rate_cap_bps": entry.rate_cap, "re_hops": entry.hops,
+                "phy": entry.phy, "contenders_end": contenders.end, "contenders_middle": contenders.middle,
+                "max_cut": entry.max_cut}
 
     def _check_ports(self, flows: list[Flow]) -> None:
         seen: dict[tuple[str, str, int], str] = {}

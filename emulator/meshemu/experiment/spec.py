@@ -100,13 +100,27 @@ class UdpTraffic(Endpoints):
         return self
 
 
+class Contenders(StrictModel):
+    """RE-TFRC's delay model: contending nodes of the single-hop networks at
+    the chain's two ends and in its middle (the tool's defaults: 3 and 4)."""
+
+    end: Annotated[int, Field(ge=1, le=100)] | None = None
+    middle: Annotated[int, Field(ge=1, le=100)] | None = None
+
+
 class TfrcTraffic(Endpoints):
-    """A TFRC or RE-TFRC flow with the tfrc tool (transport/tfrc)."""
+    """A TFRC or RE-TFRC flow with the tfrc tool (transport/tfrc). `hops`,
+    `phy`, `contenders` and `max_cut` set RE-TFRC's model and controller; a
+    plain TFRC flow ignores them, so a sweep over `mode` keeps its pairs."""
 
     kind: Literal["tfrc"]
     mode: Literal["tfrc", "re-tfrc"] = "tfrc"
     packet: PositiveSize = 1000
     rate_cap: PositiveRate | None = None
+    hops: Annotated[int, Field(ge=1, le=255)] | None = None  # default: from the received TTL
+    phy: Literal["dsss", "fhss"] | None = None
+    contenders: Contenders | None = None
+    max_cut: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
 
     @model_validator(mode="after")
     def _packet(self) -> "TfrcTraffic":

@@ -169,6 +169,10 @@ struct SendArgs {
     /// RE-TFRC: how far (fraction) the RTT may exceed its optimum before the rate is cut.
     #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
     re_tolerance: f64,
+    /// RE-TFRC: the largest fraction of the rate one decrease takes (1: straight to the
+    /// target, as ns-2's decrease_rate).
+    #[arg(long, default_value_t = 0.25, value_name = "FRACTION")]
+    re_max_cut: f64,
     /// Flow identifier carried in every packet (default: from the clock and PID).
     #[arg(long)]
     session: Option<u32>,
@@ -258,6 +262,7 @@ fn send(args: SendArgs) -> Result<()> {
             config.hops = args.hops.map_or(HopSource::FromFeedback, HopSource::Fixed);
             config.rtt_window = args.rtt_window;
             config.tolerance = args.re_tolerance;
+            config.max_cut = args.re_max_cut;
             config.check().context("bad RE-TFRC settings")?;
             Some(config)
         }

@@ -61,21 +61,33 @@
 //!    `X_recv·r_opt/r_cur`: RE-TFRC scales the receive rate by how far the
 //!    RTT exceeds its optimum.
 //! 5. The paper writes "if rate_cur > R' decrease_rate() else
-//!    increase_rate(p')", the names of ns-2's TFRC, on which it was built:
-//!    ns-2's `decrease_rate` sets the rate to the target at once and its
-//!    `increase_rate` adds `s/R` per RTT (times the RTTs since the last change,
-//!    at most 2; R the smoothed RTT) without going over the target — TCP's additive increase, the
-//!    "incremental" change; its argument is unused. We do the same, with one
-//!    change to the comparison: we compare `R'` with the *receive* rate
-//!    `X_recv`, less a tolerance ([`ReConfig::tolerance`], default 10 %).
-//!    Since `R' ≈ X_recv·r_opt/r_cur`, this reads "the RTT is more than ~10 %
-//!    above the optimum". Comparing with the sending rate instead would treat
-//!    every lost packet (X_recv < rate) and every RTT fluctuation as MAC
-//!    overload and ratchet the rate down each RTT, to the floor.
-//! 6. Increases stop at `X`; the first feedback with p > 0 starts the RE rate
-//!    at `X` (ns-2 leaves slow start at the equation rate).
+//!    increase_rate(p')", the names of ns-2's TFRC, on which it was built,
+//!    and says the rate is "changed incrementally". We compare `R'` with the
+//!    *receive* rate `X_recv`, less a tolerance ([`ReConfig::tolerance`],
+//!    default 10 %). Since `R' ≈ X_recv·r_opt/r_cur`, this reads "the RTT is
+//!    more than ~10 % above the optimum". Comparing with the sending rate
+//!    instead would treat every lost packet (X_recv < rate) and every RTT
+//!    fluctuation as MAC overload and ratchet the rate down each RTT.
+//! 6. A decrease moves the rate towards `R'` by at most
+//!    [`ReConfig::max_cut`] of it (default a quarter). ns-2's
+//!    `decrease_rate` goes to the target at once (`max_cut` 1): measured on
+//!    4- and 7-hop chains (experiments/re-tfrc/README.md) those cuts, to
+//!    0.4-0.6 of X_recv and often twice within one queue episode, left the
+//!    chain idle in the troughs and cost 11-16 % of TFRC's throughput.
+//! 7. One decrease per round trip: an overload signal carried by a packet
+//!    sent before the last decrease reports the queue that decrease answers,
+//!    so the rate holds ([`ReDecision::Hold`]).
+//! 8. An increase adds `s/R` per RTT since the last change (at most 2; R the
+//!    smoothed RTT), as ns-2's `increase_rate` — TCP's additive increase —
+//!    and stops at `R'` (a rate already above it stays), at one packet per
+//!    RTT above `X_recv` (what the chain delivers), and at `X`.
+//! 9. The first feedback with p > 0 starts the RE rate at `X` (ns-2 leaves
+//!    slow start at the equation rate).
 //!
-//! The RE rate never goes below one packet per 64 s (RFC 5348's `t_mbi`).
+//! The RE rate never goes below one packet per smoothed RTT (nor above `X`):
+//! RFC 5348's floor of one packet per 64 s let a small flow behind a big
+//! one's queue starve — its feedback, and with it every increase, almost
+//! stopped (experiments/re-tfrc/README.md, Table II).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -356,6 +368,10 @@ pub struct ReConfig {
     /// Relative margin by which `R'` must fall below `X_recv` to count as
     /// MAC overload (0 compares them directly).
     pub tolerance: f64,
+    /// The largest fraction of the rate one decrease takes (default 0.25):
+    /// 0.5 is at most a halving (TCP's), 1 goes straight to `R'` (ns-2's
+    /// `decrease_rate`).
+    pub max_cut: f64,
 }
 
 impl ReConfig {
@@ -367,6 +383,7 @@ impl ReConfig {
             hops: HopSource::FromFeedback,
             rtt_window: Duration::from_secs(10),
             tolerance: 0.1,
+            max_cut: 0.25,
         }
     }
 
@@ -380,6 +397,9 @@ impl ReConfig {
         }
         if !(0.0..1.0).contains(&self.tolerance) {
             return Err(ReError::BadTolerance(self.tolerance));
+        }
+        if !(self.max_cut > 0.0 && self.max_cut <= 1.0) {
+            return Err(ReError::BadMaxCut(self.max_cut));
         }
         Ok(())
     }
@@ -396,6 +416,8 @@ pub enum ReError {
     ZeroWindow,
     #[error("tolerance {0} is outside 0..1")]
     BadTolerance(f64),
+    #[error("the largest cut {0} is outside (0, 1]")]
+    BadMaxCut(f64),
     #[error("bad PHY parameters: {0}")]
     BadPhy(&'static str),
 }
@@ -408,6 +430,9 @@ pub enum ReDecision {
     Enter,
     Increase,
     Decrease,
+    /// Overload again within a round trip of the last decrease: the packets
+    /// that report it were sent before that decrease, so the rate stays.
+    Hold,
 }
 
 /// One step of the controller, for traces.
@@ -437,6 +462,8 @@ pub struct ReInputs {
     pub segment_size: f64,
     /// `r_cur`: the RTT sample of this feedback.
     pub rtt_sample: Duration,
+    /// When the data packet this feedback echoes was sent.
+    pub echoed_sent_at: Duration,
     /// The sender's smoothed RTT R (paces the additive increase).
     pub rtt: Duration,
     /// TFRC's allowed rate X, bytes/s.
@@ -479,12 +506,11 @@ pub struct RateEstimator {
     window: WindowMin,
     rate: Option<f64>,
     last_change: Duration,
+    /// When the rate was last decreased.
+    last_decrease: Option<Duration>,
     /// r(N) for the last hop count asked, so it is solved once per route.
     model_rtt: Option<(u8, Duration)>,
 }
-
-/// RFC 5348's `t_mbi`: the rate never falls below one packet per 64 s.
-pub const MAX_BACKOFF_INTERVAL: Duration = Duration::from_secs(64);
 
 impl RateEstimator {
     pub fn new(config: ReConfig) -> Result<Self, ReError> {
@@ -497,6 +523,7 @@ impl RateEstimator {
             },
             rate: None,
             last_change: Duration::ZERO,
+            last_decrease: None,
             model_rtt: None,
         })
     }
@@ -540,25 +567,37 @@ impl RateEstimator {
         let r_opt = r_model.map_or(r_window_min, |r| r.max(r_window_min));
         let p_prime = equation::loss_event_rate_for(s, r_opt, input.x_recv);
         let target = equation::throughput(s, input.rtt_sample, p_prime).min(input.x);
-        let floor = s / MAX_BACKOFF_INTERVAL.as_secs_f64();
+        let r = input.rtt.as_secs_f64().max(1e-6);
+        let overload = target < (1.0 - self.config.tolerance) * input.x_recv;
         let (decision, rate) = match self.rate {
             None => (ReDecision::Enter, input.x),
-            Some(_) if target < (1.0 - self.config.tolerance) * input.x_recv => {
-                (ReDecision::Decrease, target)
+            Some(rate) if overload && self.last_decrease.is_some_and(|t| input.echoed_sent_at < t) => {
+                (ReDecision::Hold, rate.min(input.x))
+            }
+            Some(rate) if overload => {
+                self.last_decrease = Some(input.now);
+                // Towards R', by at most `max_cut` of the rate.
+                (ReDecision::Decrease, target.max(rate * (1.0 - self.config.max_cut)).min(rate))
             }
             Some(rate) => {
-                let r = input.rtt.as_secs_f64().max(1e-6);
                 let rtts_since_change =
                     (input.now.saturating_sub(self.last_change).as_secs_f64() / r).min(2.0);
                 (
                     ReDecision::Increase,
-                    (rate + s / r * rtts_since_change).min(input.x),
+                    (rate + s / r * rtts_since_change)
+                        .min(target.max(rate))
+                        .min((input.x_recv + s / r).max(rate))
+                        .min(input.x),
                 )
             }
         };
-        let rate = rate.max(floor);
+        // One packet per round trip keeps the feedback, and with it the
+        // increase, going (never above TFRC's own X).
+        let rate = rate.max((s / r).min(input.x));
         self.rate = Some(rate);
-        self.last_change = input.now;
+        if decision != ReDecision::Hold {
+            self.last_change = input.now;
+        }
         ReStep {
             hops,
             r_model: r_model.map(|r| r.as_secs_f64()),
@@ -706,6 +745,10 @@ mod tests {
             }),
             ReError::BadTolerance(1.5)
         );
+        for max_cut in [0.0, 1.5, f64::NAN] {
+            let found = bad(ReConfig { max_cut, ..good });
+            assert!(matches!(found, ReError::BadMaxCut(_)), "{max_cut}: {found}");
+        }
         let mut model = good.model;
         model.nodes_in_middle = 0;
         assert_eq!(bad(ReConfig { model, ..good }), ReError::ZeroNodes);
@@ -722,6 +765,7 @@ mod tests {
             now: Duration::from_millis(now_ms),
             segment_size: 1000.0,
             rtt_sample: Duration::from_millis(rtt_ms),
+            echoed_sent_at: Duration::from_millis(now_ms.saturating_sub(rtt_ms)),
             rtt: Duration::from_millis(rtt_ms),
             x,
             x_recv,
@@ -729,53 +773,125 @@ mod tests {
         }
     }
 
+    fn seven_hops(max_cut: f64) -> RateEstimator {
+        RateEstimator::new(ReConfig {
+            hops: HopSource::Fixed(7),
+            max_cut,
+            ..ReConfig::new(PhyParams::dsss(), 1000)
+        })
+        .unwrap()
+    }
+
     #[test]
     fn controller_enters_at_x_then_decreases_when_rtt_exceeds_the_optimum() {
-        let config = ReConfig {
-            hops: HopSource::Fixed(7),
-            ..ReConfig::new(PhyParams::dsss(), 1000)
-        };
-        let r_model = config.model.rtt(7).unwrap();
-        let mut re = RateEstimator::new(config).unwrap();
-        re.observe_rtt(Duration::from_millis(100), Duration::from_millis(100));
-        let step = re.on_feedback(inputs(100, 100, 60_000.0, 40_000.0));
-        assert_eq!(step.decision, ReDecision::Enter);
-        assert_eq!(step.rate, 60_000.0);
-        // r_opt = max(r(7) = 171 ms, window min 100 ms) = r(7).
-        assert!(rel(step.r_opt, r_model.as_secs_f64()) < 1e-12);
-
-        // RTT at 400 ms, far above r(7): R' ≈ X_recv · 171/400 → decrease to R'.
-        re.observe_rtt(Duration::from_millis(500), Duration::from_millis(400));
-        let step = re.on_feedback(inputs(500, 400, 60_000.0, 40_000.0));
-        assert_eq!(step.decision, ReDecision::Decrease);
+        let r_model = MacModel::chain(PhyParams::dsss(), 1000).rtt(7).unwrap();
+        // RTT 400 ms, far above r(7) = 171 ms: R' = f(400 ms, p') ≈ X_recv · 171/400.
         let p_prime = equation::loss_event_rate_for(1000.0, r_model, 40_000.0);
-        let expected = equation::throughput(1000.0, Duration::from_millis(400), p_prime);
-        assert!(rel(step.rate, expected) < 1e-12);
-        assert!(step.rate < 40_000.0 * 0.5, "{}", step.rate);
+        let target = equation::throughput(1000.0, Duration::from_millis(400), p_prime);
+        assert!(target < 40_000.0 * 0.5, "{target}");
+        for (max_cut, expected) in [(1.0, target), (0.5, 30_000.0)] {
+            let mut re = seven_hops(max_cut);
+            re.observe_rtt(Duration::from_millis(100), Duration::from_millis(100));
+            let step = re.on_feedback(inputs(100, 100, 60_000.0, 40_000.0));
+            assert_eq!(step.decision, ReDecision::Enter);
+            assert_eq!(step.rate, 60_000.0);
+            // r_opt = max(r(7) = 171 ms, window min 100 ms) = r(7).
+            assert!(rel(step.r_opt, r_model.as_secs_f64()) < 1e-12);
+
+            re.observe_rtt(Duration::from_millis(500), Duration::from_millis(400));
+            let step = re.on_feedback(inputs(500, 400, 60_000.0, 40_000.0));
+            assert_eq!(step.decision, ReDecision::Decrease);
+            assert!(rel(step.target, target) < 1e-12);
+            // Straight to R' (ns-2), or at most half of the 60 kB/s rate.
+            assert!(rel(step.rate, expected) < 1e-12, "max_cut {max_cut}: {}", step.rate);
+        }
+    }
+
+    #[test]
+    fn one_decrease_per_round_trip() {
+        // RTT 800 ms against r(7) = 171 ms: R' ≈ X_recv/4.7, so each cut halves.
+        let mut re = seven_hops(0.5);
+        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
+        re.on_feedback(inputs(0, 800, 60_000.0, 40_000.0));
+        let step = re.on_feedback(inputs(100, 800, 60_000.0, 40_000.0));
+        assert_eq!((step.decision, step.rate), (ReDecision::Decrease, 30_000.0));
+        // Within the 800 ms after that cut the RTT still shows the queue the
+        // cut answers: the rate stays.
+        let step = re.on_feedback(inputs(850, 800, 60_000.0, 40_000.0));
+        assert_eq!((step.decision, step.rate), (ReDecision::Hold, 30_000.0));
+        // A round trip later it is a new overload: another halving at most.
+        let step = re.on_feedback(inputs(900, 800, 60_000.0, 40_000.0));
+        assert_eq!((step.decision, step.rate), (ReDecision::Decrease, 15_000.0));
+    }
+
+    #[test]
+    fn the_rate_keeps_one_packet_per_round_trip() {
+        // RTT 3 s against r(7) = 171 ms: R' ≈ X_recv/17.5 and each cut halves,
+        // but the rate stops at one 1000-byte packet per 3 s, which keeps the
+        // feedback coming.
+        let mut re = seven_hops(0.5);
+        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
+        re.on_feedback(inputs(0, 3000, 4_000.0, 4_000.0));
+        let mut rate = 4_000.0;
+        for round in 1..=4 {
+            let step = re.on_feedback(inputs(round * 3000, 3000, 4_000.0, 4_000.0));
+            assert_eq!(step.decision, ReDecision::Decrease);
+            rate = (rate / 2.0_f64).max(1000.0 / 3.0);
+            assert!(rel(step.rate, rate) < 1e-12, "round {round}: {}", step.rate);
+        }
+        assert!(rel(rate, 1000.0 / 3.0) < 1e-12);
+        // Never above TFRC's own X.
+        let step = re.on_feedback(inputs(15_000, 3000, 200.0, 4_000.0));
+        assert_eq!(step.rate, 200.0);
     }
 
     #[test]
     fn controller_increases_additively_below_the_optimum() {
-        let config = ReConfig {
-            hops: HopSource::Fixed(7),
-            ..ReConfig::new(PhyParams::dsss(), 1000)
-        };
-        let mut re = RateEstimator::new(config).unwrap();
+        let mut re = seven_hops(0.5);
         re.observe_rtt(Duration::from_millis(100), Duration::from_millis(100));
-        re.on_feedback(inputs(100, 100, 60_000.0, 20_000.0));
+        re.on_feedback(inputs(100, 100, 60_000.0, 60_000.0));
         // RTT 100 ms below r(7): increase by s/R per RTT since the last change.
-        re.observe_rtt(Duration::from_millis(200), Duration::from_millis(100));
-        let step = re.on_feedback(inputs(200, 100, 80_000.0, 20_000.0));
+        let step = re.on_feedback(inputs(200, 100, 100_000.0, 65_000.0));
         assert_eq!(step.decision, ReDecision::Increase);
         assert!(rel(step.rate, 60_000.0 + 10_000.0) < 1e-9);
         // At most two RTTs' worth after a long gap, and never above X.
-        re.observe_rtt(Duration::from_millis(1200), Duration::from_millis(100));
-        let step = re.on_feedback(inputs(1200, 100, 80_000.0, 20_000.0));
+        let step = re.on_feedback(inputs(1200, 100, 80_000.0, 75_000.0));
         assert!(
             rel(step.rate, 80_000.0) < 1e-9,
             "capped by X: {}",
             step.rate
         );
+    }
+
+    #[test]
+    fn an_increase_stays_within_a_packet_per_round_trip_of_the_receive_rate() {
+        let mut re = seven_hops(0.5);
+        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
+        re.on_feedback(inputs(0, 100, 60_000.0, 60_000.0));
+        // The chain delivers 40 kB/s of the 60: no increase, and no cut either.
+        let step = re.on_feedback(inputs(100, 100, 200_000.0, 40_000.0));
+        assert_eq!((step.decision, step.rate), (ReDecision::Increase, 60_000.0));
+        // It delivers 55 kB/s: at most one packet per RTT (10 kB/s) more.
+        let step = re.on_feedback(inputs(200, 100, 200_000.0, 55_000.0));
+        assert!(rel(step.rate, 65_000.0) < 1e-12, "{}", step.rate);
+    }
+
+    #[test]
+    fn an_increase_stops_at_r_prime() {
+        // RTT 180 ms, within 10 % of r(7) = 171 ms: no overload, but
+        // R' = X_recv · 171/180 ≈ 95 kB/s is where the increase stops.
+        for (entry, expected) in [(90_000.0, None), (120_000.0, Some(120_000.0))] {
+            let mut re = seven_hops(0.5);
+            re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
+            re.on_feedback(inputs(0, 180, entry, entry));
+            // Two RTTs' increase would reach 90 + 11.1 kB/s.
+            let step = re.on_feedback(inputs(360, 180, 200_000.0, 100_000.0));
+            assert_eq!(step.decision, ReDecision::Increase);
+            assert!(step.target < 96_000.0, "{}", step.target);
+            // Up to R'; a rate already above it is no reason to cut.
+            let expected = expected.unwrap_or(step.target);
+            assert!(rel(step.rate, expected) < 1e-12, "{}", step.rate);
+        }
     }
 
     #[test]

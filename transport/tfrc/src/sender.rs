@@ -19,7 +19,7 @@ use thiserror::Error;
 
 use crate::equation;
 use crate::packet::{DataHeader, Feedback, Fin, DATA_HEADER_LEN, FLAG_NEW_LOSS_EVENT};
-use crate::re::{RateEstimator, ReConfig, ReError, ReInputs, ReStep, MAX_BACKOFF_INTERVAL};
+use crate::re::{RateEstimator, ReConfig, ReError, ReInputs, ReStep};
 
 /// Largest UDP payload over IPv4.
 pub const MAX_PACKET_SIZE: usize = 65_507;
@@ -29,6 +29,9 @@ const RTT_HISTORY_WEIGHT: f64 = 0.9;
 
 /// The no-feedback timer before the first RTT sample (RFC 5348 §4.2).
 const INITIAL_NOFEEDBACK: Duration = Duration::from_secs(2);
+
+/// RFC 5348's `t_mbi`: the rate never falls below one packet per 64 s.
+pub const MAX_BACKOFF_INTERVAL: Duration = Duration::from_secs(64);
 
 /// How far behind schedule the pacer may fall and still catch up with a
 /// short burst (timers wake late; the average rate should not suffer).
@@ -418,6 +421,7 @@ impl Sender {
                         now,
                         segment_size: self.s,
                         rtt_sample: sample,
+                        echoed_sent_at: Duration::from_micros(fb.echo_timestamp_us),
                         rtt,
                         x: self.x,
                         x_recv,

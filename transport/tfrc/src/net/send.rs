@@ -68,8 +68,11 @@ pub struct ReSummary {
     pub r_model_ms: Option<f64>,
     pub increases: u64,
     pub decreases: u64,
+    /// Overload signals within a round trip of a decrease, left alone.
+    pub holds: u64,
     pub rtt_window_s: f64,
     pub tolerance: f64,
+    pub max_cut: f64,
 }
 
 /// One interval report of the sender.
@@ -220,7 +223,7 @@ impl SenderBinding {
             latest: None,
             final_feedback: None,
             rtt_samples_ms: Vec::new(),
-            re_moves: (0, 0),
+            re_moves: (0, 0, 0),
             interval: IntervalState::default(),
             intervals: Vec::new(),
         };
@@ -262,8 +265,8 @@ struct SendLoop<'a, F> {
     /// The receiver's answer to the end-of-flow packet.
     final_feedback: Option<Feedback>,
     rtt_samples_ms: Vec<f64>,
-    /// RE-TFRC (increases, decreases).
-    re_moves: (u64, u64),
+    /// RE-TFRC (increases, decreases, holds).
+    re_moves: (u64, u64, u64),
     interval: IntervalState,
     intervals: Vec<SenderInterval>,
 }
@@ -409,6 +412,7 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
         match report.re.map(|step| step.decision) {
             Some(ReDecision::Increase) => self.re_moves.0 += 1,
             Some(ReDecision::Decrease) => self.re_moves.1 += 1,
+            Some(ReDecision::Hold) => self.re_moves.2 += 1,
             _ => {}
         }
         let event = SendEvent::Feedback {
@@ -514,8 +518,10 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
                     .map(|r| r.as_secs_f64() * 1e3),
                 increases: self.re_moves.0,
                 decreases: self.re_moves.1,
+                holds: self.re_moves.2,
                 rtt_window_s: config.rtt_window.as_secs_f64(),
                 tolerance: config.tolerance,
+                max_cut: config.max_cut,
             }
         });
         Ok(SenderSummary {
