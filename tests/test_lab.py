@@ -161,6 +161,10 @@ def test_status_lists_nodes_and_lateness(chain):
     assert result.returncode == 0, result.stderr
     assert f"{CHAIN}-n7" in result.stdout and "10.0.0.8" in result.stdout
     assert "lateness of the medium's actions: p50" in result.stdout
+    # As root the medium's event loop (its main thread) runs under SCHED_FIFO by default.
+    lab = Lab.attach(CHAIN)
+    assert lab.control("lateness")["sched_fifo"] is True
+    assert os.sched_getscheduler(read_state(lab.run_dir).medium().pid) == os.SCHED_FIFO
 
 
 def test_python_api(chain):
