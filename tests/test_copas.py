@@ -1,9 +1,9 @@
-"""copasd in a lab: on a diamond (s and d two hops apart through a or b),
-COPAS puts TCP data and ACKs on the two disjoint relays, as the kernel's
-routing state in every node shows and the relays' radio counters confirm,
-and Reno's goodput is not worse than with AODV's single path.
+"""copasd in a lab: on a ring of two 4-hop paths between s and d, COPAS
+puts TCP data on one and the ACKs on the other, as the kernel's routing
+state in every node shows and the relays' radio counters confirm, and
+Reno's goodput is not worse than with AODV, which carries both over one.
 
-Figures (goodput with each, bytes each relay sent) are printed; run with -s."""
+Figures (goodput with each, bytes the relays sent) are printed; run with -s."""
 
 from __future__ import annotations
 
@@ -19,18 +19,27 @@ from conftest import namespaces
 
 pytestmark = pytest.mark.root
 
-DIAMOND = """\
+# s and d 660 m apart, out of each other's carrier-sense range (550 m); the
+# upper relays a1-a3 and the lower b1-b3 at most 215-236 m from their
+# neighbours on the path (range 250 m) and 380 m or more from any other
+# node, so the only routes are the two disjoint 4-hop paths. a2 and b2 are
+# 580 m apart: the middles of the two paths do not even sense each other.
+RING = """\
 name: {name}
 profile: ns2-wavelan
 seed: 1
 routing: {routing}
 nodes:
   s: {{position: [0m, 0m]}}
-  a: {{position: [200m, 120m]}}
-  b: {{position: [200m, -120m]}}
-  d: {{position: [400m, 0m]}}
+  a1: {{position: [140m, 190m]}}
+  a2: {{position: [330m, 290m]}}
+  a3: {{position: [520m, 190m]}}
+  d: {{position: [660m, 0m]}}
+  b1: {{position: [140m, -190m]}}
+  b2: {{position: [330m, -290m]}}
+  b3: {{position: [520m, -190m]}}
 """
-TRANSFER_S = 15
+TRANSFER_S = 20
 
 
 def reno_goodput_bps(lab: Lab) -> float:
@@ -66,30 +75,39 @@ def host_route(lab: Lab, node: str, dst: str) -> str | None:
     return None
 
 
+def walk(lab: Lab, ip: dict[str, str], src: str, dst: str) -> list[str]:
+    """The nodes packets from src to dst cross: src's host route, then each relay's policy route."""
+    name = {address: node for node, address in ip.items()}
+    first_hop = host_route(lab, src, ip[dst])
+    assert first_hop is not None, f"{src} has no route to {dst}"
+    path = [src, name[first_hop]]
+    while path[-1] != dst and len(path) <= len(ip):
+        path.append(name[policy_routes(lab, path[-1])[(ip[src], ip[dst])]])
+    return path
+
+
 def test_data_and_acks_take_disjoint_paths_and_reno_does_not_lose(write):
-    with Lab.from_file(write("aodv.yaml", DIAMOND.format(name="cpaodv", routing="aodv"))) as lab:
+    with Lab.from_file(write("aodv.yaml", RING.format(name="cpaodv", routing="aodv"))) as lab:
         time.sleep(2.5)  # HELLOs
         aodv_bps = reno_goodput_bps(lab)
 
-    with Lab.from_file(write("copas.yaml", DIAMOND.format(name="cpcopas", routing="copas"))) as lab:
+    with Lab.from_file(write("copas.yaml", RING.format(name="cpcopas", routing="copas"))) as lab:
         ip = {node.name: node.ip for node in lab}
         before = lab.stats()
         copas_bps = reno_goodput_bps(lab)
         after = lab.stats()
 
-        # The kernel's state: s sends data through one relay, d its ACKs through the other ...
-        data_relay = host_route(lab, "s", ip["d"])
-        ack_relay = host_route(lab, "d", ip["s"])
-        assert {data_relay, ack_relay} == {ip["a"], ip["b"]}, (data_relay, ack_relay)
-        name = {address: node for node, address in ip.items()}
-        # ... and each relay forwards that direction by source and destination.
-        assert policy_routes(lab, name[data_relay])[(ip["s"], ip["d"])] == ip["d"]
-        assert policy_routes(lab, name[ack_relay])[(ip["d"], ip["s"])] == ip["s"]
-        # The radio agrees: the data relay carried the segments, the other the ACKs.
-        sent = {node: after[node]["tx_bytes"] - before[node]["tx_bytes"] for node in ("a", "b")}
-        data_bytes, ack_bytes = sent[name[data_relay]], sent[name[ack_relay]]
-        assert data_bytes > copas_bps * TRANSFER_S / 8 * 0.8, sent
-        assert ack_bytes < data_bytes / 5, sent
+        # The kernel's state: s's host route, then every relay's per-(source, destination) route,
+        # takes the data along one side of the ring and d's ACKs back along the other.
+        data_path = walk(lab, ip, "s", "d")
+        ack_path = walk(lab, ip, "d", "s")
+        assert len(data_path) == len(ack_path) == 5, (data_path, ack_path)
+        assert not set(data_path[1:-1]) & set(ack_path[1:-1]), (data_path, ack_path)
+        # The radio agrees: the data relays carried the segments, the others the ACKs.
+        sent = {node: after[node]["tx_bytes"] - before[node]["tx_bytes"] for node in ip if node not in ("s", "d")}
+        for data_relay, ack_relay in zip(data_path[1:-1], reversed(ack_path[1:-1])):
+            assert sent[data_relay] > copas_bps * TRANSFER_S / 8 * 0.8, sent
+            assert sent[ack_relay] < sent[data_relay] / 5, sent
 
         selected = [json.loads(line) for line in (lab.run_dir / "nodes" / "d" / COPAS_EVENTS).read_text().splitlines()]
         roles = {e["role"] for e in selected if e["event"] == "path_selected"}
@@ -98,8 +116,10 @@ def test_data_and_acks_take_disjoint_paths_and_reno_does_not_lose(write):
         assert overhead is not None and overhead[1] > 0
         lateness_ms = lab.control("lateness")["p99_ns"] / 1e6
     assert not any(name.startswith(("cpaodv-", "cpcopas-")) for name in namespaces())
-    print(f"\ndiamond, Reno s -> d for {TRANSFER_S} s: AODV {aodv_bps / 1e3:.0f} kbit/s, COPAS {copas_bps / 1e3:.0f} "
-          f"kbit/s; data via {name[data_relay]} ({data_bytes} B sent), ACKs via {name[ack_relay]} ({ack_bytes} B); "
-          f"COPAS control {overhead[0]} B in {overhead[1]} packets; medium lateness p99 {lateness_ms:.2f} ms")
-    # Not worse than AODV: COPAS/AODV measured 0.99, 1.04, 1.02, 1.07, 0.95 (600-650 kbit/s each).
-    assert copas_bps >= 0.85 * aodv_bps, (copas_bps, aodv_bps)
+    print(f"\nring, Reno s -> d for {TRANSFER_S} s: AODV {aodv_bps / 1e3:.0f} kbit/s, COPAS {copas_bps / 1e3:.0f} "
+          f"kbit/s ({copas_bps / aodv_bps:.2f}); data via {'-'.join(data_path)}, ACKs via {'-'.join(ack_path)}; "
+          f"relays sent {sent} B; COPAS control {overhead[0]} B in {overhead[1]} packets; "
+          f"medium lateness p99 {lateness_ms:.2f} ms")
+    # Not worse than AODV. Measured COPAS/AODV 1.07-1.13 in 6 runs on the shared machine
+    # (2026-11-25: AODV 268-278 kbit/s, COPAS 298-306), well clear of AODV's +-2% run-to-run spread.
+    assert copas_bps >= aodv_bps, (copas_bps, aodv_bps)

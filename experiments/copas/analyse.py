@@ -9,9 +9,12 @@ connection's goodput over its life, tcp_info bytes acknowledged), MAC
 backoffs and deferrals per second per node, normalized routing overhead
 (routing IP bytes sent by every node / data bytes acknowledged end to end),
 mean RTT of the connections (tcp_info SRTT; the paper's one-way delay is
-not measured), COPAS/AODV throughput ratio, the medium's worst p99
-lateness. With --plots: Figs. 4-5, the goodput of connection c1 per second
-for 1 and 5 connections, AODV and COPAS, per network size.
+not measured), COPAS/AODV throughput ratio (per topology, then averaged),
+COPAS's path moves per run (contention reroutes; switches to the other
+path after a RERR), the medium's worst p99 lateness. Protocols are the
+sweep's `protocol` values (threshold.yaml has several COPAS variants), each
+compared with `aodv`. With --plots: Figs. 4-5, the goodput of connection c1
+per second for 1 and 5 connections, AODV and COPAS, per network size.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from typing import Any
 from meshemu.experiment.results import read_records
 from meshemu.experiment.stats import mean_ci
 
-PROTOCOLS = ("aodv", "copas")
+BASELINE = "aodv"
+PLOTTED = ("aodv", "copas")
 
 
 def aggregate_bps(record: dict[str, Any]) -> float:
@@ -63,31 +67,48 @@ def summary(values: list[float]) -> str:
     return f"{estimate.mean:.3g}"
 
 
-def table(records: list[dict[str, Any]]) -> str:
+def path_moves(results: Path, record: dict[str, Any]) -> tuple[int, int] | None:
+    """(contention reroutes, RERR switches) of a COPAS run, summed over its nodes' counters."""
+    files = list((results / "runs" / record["run_id"] / "routing").glob("*.copas.json"))
+    if not files:
+        return None
+    counters = [json.loads(path.read_text()) for path in files]
+    return sum(c.get("reroutes", 0) for c in counters), sum(c.get("path_switches", 0) for c in counters)
+
+
+def size(record: dict[str, Any]) -> int:
+    return int(record["params"].get("nodes", len(record["config"]["nodes"])))
+
+
+def table(results: Path, records: list[dict[str, Any]]) -> str:
     groups: dict[tuple[int, int, str], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         params = record["params"]
-        groups[(int(params["nodes"]), int(params["connections"]), params["protocol"])].append(record)
-    header = ("| nodes | conns | protocol | topologies | aggregate throughput kbit/s | COPAS/AODV | backoffs/s/node "
-              "| deferrals/s/node | routing bytes / data byte | RTT ms | lateness p99 ms (worst) |")
+        groups[(size(record), int(params["connections"]), params["protocol"])].append(record)
+    protocols = sorted({p for _, _, p in groups}, key=lambda p: (p != BASELINE, p))
+    header = ("| nodes | conns | protocol | topologies | aggregate throughput kbit/s | /AODV | backoffs/s/node "
+              "| deferrals/s/node | routing bytes / data byte | RTT ms | reroutes, RERR switches per run "
+              "| lateness p99 ms (worst) |")
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for nodes, connections in sorted({(n, c) for n, c, _ in groups}):
-        by_seed = {p: {r["seed"]: aggregate_bps(r) for r in groups.get((nodes, connections, p), [])} for p in PROTOCOLS}
-        shared = sorted(set(by_seed["aodv"]) & set(by_seed["copas"]))
-        ratios = [by_seed["copas"][s] / by_seed["aodv"][s] for s in shared if by_seed["aodv"][s] > 0]
-        for protocol in PROTOCOLS:
+        baseline = {r["seed"]: aggregate_bps(r) for r in groups.get((nodes, connections, BASELINE), [])}
+        for protocol in protocols:
             runs = groups.get((nodes, connections, protocol), [])
             if not runs:
                 continue
+            ratios = [aggregate_bps(r) / baseline[r["seed"]] for r in runs if baseline.get(r["seed"])]
+            moves = [m for m in (path_moves(results, r) for r in runs) if m is not None]
             lateness = max(r["lateness"]["p99_ns"] for r in runs if r.get("lateness")) / 1e6
             lines.append(
                 f"| {nodes} | {connections} | {protocol} | {len(runs)} "
                 f"| {summary([aggregate_bps(r) / 1e3 for r in runs])} "
-                f"| {summary(ratios) if protocol == 'copas' else ''} "
+                f"| {summary(ratios) if protocol != BASELINE else ''} "
                 f"| {summary([per_node_per_s(r, 'backoffs') for r in runs])} "
                 f"| {summary([per_node_per_s(r, 'defers') for r in runs])} "
                 f"| {summary([normalized_overhead(r) for r in runs])} "
-                f"| {summary([mean_rtt_ms(r) for r in runs])} | {lateness:.1f} |")
+                f"| {summary([mean_rtt_ms(r) for r in runs])} "
+                f"| {', '.join(summary([float(m[i]) for m in moves]) for i in (0, 1)) if moves else ''} "
+                f"| {lateness:.1f} |")
     return "\n".join(lines)
 
 
@@ -124,7 +145,7 @@ def plots(results: Path, records: list[dict[str, Any]], directory: Path) -> list
         fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True, sharey=True)
         drawn = False
         for row, connections in enumerate((1, 5)):
-            for col, protocol in enumerate(PROTOCOLS):
+            for col, protocol in enumerate(PLOTTED):
                 ax = axes[row][col]
                 runs = [r for r in records if int(r["params"]["nodes"]) == nodes
                         and int(r["params"]["connections"]) == connections and r["params"]["protocol"] == protocol]
@@ -159,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         print(f"{args.results / 'runs.jsonl'}: no runs recorded", file=sys.stderr)
         return 1
-    print(table(records))
+    print(table(args.results, records))
     if args.plots:
         for path in plots(args.results, records, args.plots):
             print(f"wrote {path}")
