@@ -68,12 +68,14 @@ def summary(values: list[float]) -> str:
 
 
 def path_moves(results: Path, record: dict[str, Any]) -> tuple[int, int] | None:
-    """(contention reroutes, RERR switches) of a COPAS run, summed over its nodes' counters."""
-    files = list((results / "runs" / record["run_id"] / "routing").glob("*.copas.json"))
+    """(contention reroutes, RERR switches) of a COPAS run, from its nodes' events (the
+    `reroutes` counter also counts the replacement chosen after a RERR)."""
+    files = list((results / "runs" / record["run_id"] / "routing").glob("*.copas-events.jsonl"))
     if not files:
         return None
-    counters = [json.loads(path.read_text()) for path in files]
-    return sum(c.get("reroutes", 0) for c in counters), sum(c.get("path_switches", 0) for c in counters)
+    events = [json.loads(line) for path in files for line in path.read_text().splitlines() if line.strip()]
+    reroutes = sum(e["event"] == "path_selected" and e["cause"] == "contention" for e in events)
+    return reroutes, sum(e["event"] == "path_switched" for e in events)
 
 
 def size(record: dict[str, Any]) -> int:
