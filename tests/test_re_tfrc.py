@@ -136,12 +136,12 @@ def test_re_tfrc_settings_reach_the_tool_and_plain_tfrc_leaves_them_out(write):
 @pytest.mark.root
 def test_re_tfrc_keeps_the_rtt_below_tfrc_on_a_short_chain(tmp_path):
     """hops.yaml's 4-hop runs, seed 1: one TFRC and one RE-TFRC flow, 45 s
-    each (about 100 s in all). Measured in four pairs (README, "TFRC vs
-    RE-TFRC over 4-15 hops", and this test): RE-TFRC's mean RTT 0.67-0.76 of
-    TFRC's, its throughput 0.84-0.89 of TFRC's. The issue asks for at most
-    5 % less throughput; RE-TFRC as the paper specifies it gives up 11-16 %
-    here (README explains why), so this asserts what it does: a clearly
-    shorter RTT without a collapse of throughput."""
+    each (about 100 s in all). Measured 2026-11-25 in six pairs (seeds 1-3
+    twice; README, "TFRC vs RE-TFRC over 4-15 hops"): RE-TFRC's mean RTT
+    0.60-0.70 of TFRC's, its throughput 0.93-0.97 of TFRC's. The issue asks
+    for at most 5 % less throughput; the median pair gives up 5 %, so the
+    bound leaves room for the pairs' spread: a clearly shorter RTT for at
+    most a tenth of the throughput."""
     out = tmp_path / "results"
     result = subprocess.run(
         [sys.executable, "-m", "meshemu", "run", str(STUDY / "hops.yaml"), "--only", "n=5", "--only", "seed=1",
@@ -156,5 +156,5 @@ def test_re_tfrc_keeps_the_rtt_below_tfrc_on_a_short_chain(tmp_path):
     lateness = {mode: records[mode]["lateness"]["p99_ns"] / 1e6 for mode in records}
     seen = (f"RTT {tfrc['rtt_ms']['mean']:.0f} → {re['rtt_ms']['mean']:.0f} ms, throughput "
             f"{tfrc['goodput_bps'] / 1e3:.0f} → {re['goodput_bps'] / 1e3:.0f} kbit/s, lateness p99 {lateness} ms")
-    assert re["rtt_ms"]["mean"] < 0.9 * tfrc["rtt_ms"]["mean"], seen
-    assert re["goodput_bps"] > 0.75 * tfrc["goodput_bps"], seen
+    assert re["rtt_ms"]["mean"] < 0.8 * tfrc["rtt_ms"]["mean"], seen
+    assert re["goodput_bps"] > 0.9 * tfrc["goodput_bps"], seen
