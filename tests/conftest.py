@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -56,3 +57,11 @@ def range_links(reach_m: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
 def namespaces() -> set[str]:
     result = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     return {line.split()[0] for line in result.stdout.splitlines() if line.strip()}
+
+
+def ctrl_c_reaches() -> None:
+    """preexec_fn for a child a test sends Ctrl-C: SIGINT as in a foreground
+    program. A shell without job control starts background jobs (as CI
+    runners may start the suite) with SIGINT ignored, and children inherit
+    that, so the signal would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

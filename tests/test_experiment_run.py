@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, namespaces
+from conftest import REPO, ctrl_c_reaches, namespaces
 from meshemu.experiment.results import read_records
 from meshemu.state import RUN_ROOT, lab_names
 
@@ -121,7 +121,8 @@ sweep:
 """)
     out = tmp_path / "results"
     runner = subprocess.Popen([sys.executable, "-m", "meshemu", "run", str(experiment), "--out", str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                              preexec_fn=ctrl_c_reaches)
     try:
         deadline = time.monotonic() + 240
         while len(read_records(out / "runs.jsonl")) < 3 and time.monotonic() < deadline and runner.poll() is None:

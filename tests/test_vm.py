@@ -17,7 +17,7 @@ import pytest
 
 from meshemu import procs, vm
 
-from conftest import REPO
+from conftest import REPO, ctrl_c_reaches
 
 VM_READY = (vm.CACHE_DIR / "kernel" / "current").is_dir() and vm.shutil.which(vm.QEMU_PROGRAM) is not None
 needs_vm = pytest.mark.skipif(not VM_READY, reason="no VM kernel cache or QEMU: run ./setup.sh")
@@ -72,9 +72,9 @@ def children(pid: int) -> set[int]:
 def start_sleeping_vm(cwd: Path) -> tuple[subprocess.Popen[bytes], procs.ProcessId, list[Path]]:
     """`meshemu vm -- sleep 600` once its QEMU runs: the process, QEMU, and
     the temporary files and directories QEMU's command line names (besides
-    `cwd`, shared on purpose)."""
+    `cwd`, shared on purpose, and the kernel cache)."""
     process = subprocess.Popen([sys.executable, "-m", "meshemu.vm", "--", "sleep", "600"], cwd=cwd,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=ctrl_c_reaches)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for child in children(process.pid):
@@ -85,7 +85,8 @@ def start_sleeping_vm(cwd: Path) -> tuple[subprocess.Popen[bytes], procs.Process
             if vm.QEMU_PROGRAM in argv[0]:
                 qemu = procs.identify(child)
                 assert qemu is not None
-                temporary = {Path(found) for arg in argv for found in re.findall(r"(?:^|path=)(/tmp/[^,]+)", arg)}
+                temporary = {Path(found) for arg in argv for found in re.findall(r"(?:^|path=)(/tmp/[^,]+)", arg)
+                             if not Path(found).is_relative_to(vm.CACHE_DIR.resolve())}  # a clone under /tmp
                 temporary.discard(cwd.resolve())
                 return process, qemu, sorted(temporary)
         time.sleep(0.1)
