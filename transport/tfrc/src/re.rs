@@ -376,7 +376,8 @@ pub struct ReConfig {
 
 impl ReConfig {
     /// The paper's setting for `phy` and `packet_size`: chain model, hop
-    /// count from the TTL, 10 s window, 10 % tolerance.
+    /// count from the TTL, 10 s window, 10 % tolerance; decreases of at most
+    /// a quarter of the rate (ours: the paper leaves the step open).
     pub fn new(phy: PhyParams, packet_size: usize) -> Self {
         Self {
             model: MacModel::chain(phy, packet_size),
@@ -782,6 +783,15 @@ mod tests {
         .unwrap()
     }
 
+    /// A 7-hop controller (`max_cut` 0.5) whose RE rate started at `x` with
+    /// the first feedback at 0 ms (window minimum 100 ms).
+    fn seven_hops_entered(rtt_ms: u64, x: f64, x_recv: f64) -> RateEstimator {
+        let mut re = seven_hops(0.5);
+        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
+        assert_eq!(re.on_feedback(inputs(0, rtt_ms, x, x_recv)).decision, ReDecision::Enter);
+        re
+    }
+
     #[test]
     fn controller_enters_at_x_then_decreases_when_rtt_exceeds_the_optimum() {
         let r_model = MacModel::chain(PhyParams::dsss(), 1000).rtt(7).unwrap();
@@ -810,9 +820,7 @@ mod tests {
     #[test]
     fn one_decrease_per_round_trip() {
         // RTT 800 ms against r(7) = 171 ms: R' ≈ X_recv/4.7, so each cut halves.
-        let mut re = seven_hops(0.5);
-        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
-        re.on_feedback(inputs(0, 800, 60_000.0, 40_000.0));
+        let mut re = seven_hops_entered(800, 60_000.0, 40_000.0);
         let step = re.on_feedback(inputs(100, 800, 60_000.0, 40_000.0));
         assert_eq!((step.decision, step.rate), (ReDecision::Decrease, 30_000.0));
         // Within the 800 ms after that cut the RTT still shows the queue the
@@ -829,9 +837,7 @@ mod tests {
         // RTT 3 s against r(7) = 171 ms: R' ≈ X_recv/17.5 and each cut halves,
         // but the rate stops at one 1000-byte packet per 3 s, which keeps the
         // feedback coming.
-        let mut re = seven_hops(0.5);
-        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
-        re.on_feedback(inputs(0, 3000, 4_000.0, 4_000.0));
+        let mut re = seven_hops_entered(3000, 4_000.0, 4_000.0);
         let mut rate = 4_000.0;
         for round in 1..=4 {
             let step = re.on_feedback(inputs(round * 3000, 3000, 4_000.0, 4_000.0));
@@ -865,9 +871,7 @@ mod tests {
 
     #[test]
     fn an_increase_stays_within_a_packet_per_round_trip_of_the_receive_rate() {
-        let mut re = seven_hops(0.5);
-        re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
-        re.on_feedback(inputs(0, 100, 60_000.0, 60_000.0));
+        let mut re = seven_hops_entered(100, 60_000.0, 60_000.0);
         // The chain delivers 40 kB/s of the 60: no increase, and no cut either.
         let step = re.on_feedback(inputs(100, 100, 200_000.0, 40_000.0));
         assert_eq!((step.decision, step.rate), (ReDecision::Increase, 60_000.0));
@@ -881,9 +885,7 @@ mod tests {
         // RTT 180 ms, within 10 % of r(7) = 171 ms: no overload, but
         // R' = X_recv · 171/180 ≈ 95 kB/s is where the increase stops.
         for (entry, expected) in [(90_000.0, None), (120_000.0, Some(120_000.0))] {
-            let mut re = seven_hops(0.5);
-            re.observe_rtt(Duration::ZERO, Duration::from_millis(100));
-            re.on_feedback(inputs(0, 180, entry, entry));
+            let mut re = seven_hops_entered(180, entry, entry);
             // Two RTTs' increase would reach 90 + 11.1 kB/s.
             let step = re.on_feedback(inputs(360, 180, 200_000.0, 100_000.0));
             assert_eq!(step.decision, ReDecision::Increase);
