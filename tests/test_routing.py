@@ -38,14 +38,19 @@ def test_babeld_converges_on_a_chain_and_carries_a_ping(write):
                                    "generate: {kind: chain, n: 4, spacing: 200m}\n")
     with Lab.from_file(topology) as lab:
         assert "fe80::" in lab["n0"].run(["ip", "-6", "addr", "show", "dev", "wlan0"], check=True).stdout
+        # Converged when every node on the path has its next hop both ways
+        # (n0's route alone came before the way back: the first echo was lost).
+        expected = {"n0": "10.0.0.4 via 10.0.0.2", "n1": "10.0.0.4 via 10.0.0.3",
+                    "n2": "10.0.0.1 via 10.0.0.2", "n3": "10.0.0.1 via 10.0.0.3"}
         deadline = time.monotonic() + 40
-        routes = ""
-        while time.monotonic() < deadline:
-            routes = lab["n0"].run(["ip", "route"], check=True).stdout
-            if "10.0.0.4 via 10.0.0.2" in routes:
-                break
-            time.sleep(0.5)
-        assert "10.0.0.4 via 10.0.0.2" in routes, routes
+        missing = expected
+        while missing and time.monotonic() < deadline:
+            missing = {node: route for node, route in expected.items()
+                       if route not in lab[node].run(["ip", "route"], check=True).stdout}
+            if missing:
+                time.sleep(0.5)
+        routes = lab["n0"].run(["ip", "route"], check=True).stdout
+        assert not missing and "10.0.0.4 via 10.0.0.2" in routes, (missing, routes)
         converged_s = 40 - (deadline - time.monotonic())
         result = lab["n0"].run(["ping", "-c", "3", "-i", "0.3", "-W", "3", "n3"], timeout=20)
         assert result.returncode == 0 and " 0% packet loss" in result.stdout, result.stdout
