@@ -113,6 +113,8 @@ def tfrc_argv(write, mode: str, settings: str) -> list[str]:
     ("contenders: 4", "traffic[0].contenders: input should be a valid dictionary"),
     ("max_cut: 0", "traffic[0].max_cut: input should be greater than 0"),
     ("max_cut: 1.5", "traffic[0].max_cut: input should be less than or equal to 1"),
+    ("tolerance: -0.1", "traffic[0].tolerance: input should be greater than or equal to 0"),
+    ("tolerance: 1", "traffic[0].tolerance: input should be less than 1"),
 ])
 def test_bad_re_tfrc_settings_are_refused_at_their_key(write, settings, expected):
     with pytest.raises(ConfigError) as caught:
@@ -122,10 +124,10 @@ def test_bad_re_tfrc_settings_are_refused_at_their_key(write, settings, expected
 
 
 def test_re_tfrc_settings_reach_the_tool_and_plain_tfrc_leaves_them_out(write):
-    settings = "hops: 7, phy: fhss, contenders: {end: 2, middle: 8}, max_cut: 0.5, rate_cap: 300kbps"
+    settings = "hops: 7, phy: fhss, contenders: {end: 2, middle: 8}, max_cut: 0.5, tolerance: 0.2, rate_cap: 300kbps"
     assert tfrc_argv(write, "re-tfrc", settings) == [
         "--size", "1000", "--mode", "re-tfrc", "--max-rate", "300000bps", "--hops", "7", "--phy", "fhss",
-        "--contenders-end", "2", "--contenders-middle", "8", "--re-max-cut", "0.5"]
+        "--contenders-end", "2", "--contenders-middle", "8", "--re-max-cut", "0.5", "--re-tolerance", "0.2"]
     # Only what is given: the tool's defaults for the rest.
     assert tfrc_argv(write, "re-tfrc", "contenders: {middle: 8}") == [
         "--size", "1000", "--mode", "re-tfrc", "--contenders-middle", "8"]

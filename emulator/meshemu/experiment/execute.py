@@ -129,7 +129,8 @@ def control_overhead(lab: Lab) -> tuple[int, int] | None:
 
 # The RE-TFRC settings of a tfrc flow's options, as `tfrc send` options.
 RE_TFRC_OPTIONS = (("re_hops", "--hops"), ("phy", "--phy"), ("contenders_end", "--contenders-end"),
-                   ("contenders_middle", "--contenders-middle"), ("max_cut", "--re-max-cut"))
+                   ("contenders_middle", "--contenders-middle"), ("max_cut", "--re-max-cut"),
+                   ("tolerance", "--re-tolerance"))
 
 
 def tfrc_send_options(options: dict[str, Any]) -> list[str]:

@@ -430,7 +430,7 @@ class _Traffic:
         contenders = entry.contenders or Contenders()
         return {"mode": entry.mode, "packet": entry.packet, "rate_cap_bps": entry.rate_cap, "re_hops": entry.hops,
                 "phy": entry.phy, "contenders_end": contenders.end, "contenders_middle": contenders.middle,
-                "max_cut": entry.max_cut}
+                "max_cut": entry.max_cut, "tolerance": entry.tolerance}
 
     def _check_ports(self, flows: list[Flow]) -> None:
         seen: dict[tuple[str, str, int], str] = {}

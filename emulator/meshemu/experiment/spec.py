@@ -110,7 +110,7 @@ class Contenders(StrictModel):
 
 class TfrcTraffic(Endpoints):
     """A TFRC or RE-TFRC flow with the tfrc tool (transport/tfrc). `hops`,
-    `phy`, `contenders` and `max_cut` set RE-TFRC's model and controller; a
+    `phy`, `contenders`, `max_cut` and `tolerance` set RE-TFRC's model and controller; a
     plain TFRC flow ignores them, so a sweep over `mode` keeps its pairs."""
 
     kind: Literal["tfrc"]
@@ -121,6 +121,7 @@ class TfrcTraffic(Endpoints):
     phy: Literal["dsss", "fhss"] | None = None
     contenders: Contenders | None = None
     max_cut: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    tolerance: Annotated[float, Field(ge=0.0, lt=1.0)] | None = None
 
     @model_validator(mode="after")
     def _packet(self) -> "TfrcTraffic":
