@@ -471,6 +471,8 @@ class CopasOptions(StrictModel):
     length_slack: Annotated[int, Field(ge=0, le=64)] | None = None
     max_candidates: Annotated[int, Field(ge=2, le=64)] | None = None
     link_layer_feedback: bool | None = None
+    route_ack_timeout: PositiveDuration | None = None
+    route_retries: Annotated[int, Field(ge=0, le=10)] | None = None
 
 
 class CopasRouting(StrictModel):

@@ -90,6 +90,9 @@ pub enum Event {
     ContentionHigh { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, max_centi: u32, sum_centi: u32 },
     /// COPAS: no candidate path was disjoint, similarly long and less contended.
     RerouteDeclined { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, candidates: usize },
+    /// COPAS: a ROUTE for the pair's path (listed from src to dst) was never
+    /// acknowledged by `next_hop`, after `transmissions` tries: it died here.
+    RouteAbandoned { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, next_hop: Ipv4Addr, path: Vec<Ipv4Addr>, transmissions: u32 },
 }
 
 /// Packets and bytes of one kind. Bytes are IP packet bytes: the control

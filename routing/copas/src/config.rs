@@ -41,6 +41,11 @@ pub struct Config {
     pub max_candidates: usize,
     /// Break a link when the radio drops a frame to it at the retry limit.
     pub link_layer_feedback: bool,
+    /// A ROUTE not acknowledged by the next hop this long is sent again; the
+    /// wait doubles with each retransmission.
+    pub route_ack_timeout_ms: u64,
+    /// Retransmissions of a ROUTE to one next hop before it is abandoned.
+    pub route_retries: u32,
 }
 
 impl Default for Config {
@@ -61,6 +66,12 @@ impl Default for Config {
             length_slack: 1,
             max_candidates: 16,
             link_layer_feedback: true,
+            // Five of AODV's NODE_TRAVERSAL_TIMEs (40 ms): a ROUTE and its ack
+            // queued behind a frame or two on a busy 2 Mbit/s medium, MAC retries included.
+            route_ack_timeout_ms: 200,
+            // 200 + 400 + 800 + 1600 ms: the last retransmissions come after
+            // Linux's ARP has sent its second and third request (1 s apart).
+            route_retries: 3,
         }
     }
 }
@@ -71,6 +82,9 @@ pub struct ConfigError {
     pub field: &'static str,
     pub problem: &'static str,
 }
+
+const MAX_ROUTE_ACK_TIMEOUT_MS: u64 = 60_000;
+const MAX_ROUTE_RETRIES: u32 = 10;
 
 fn ms(value: u64) -> Duration {
     Duration::from_millis(value)
@@ -99,6 +113,12 @@ impl Config {
         }
         if self.discovery_timeout_ms <= self.t_collect_ms {
             return bad("discovery_timeout_ms", "must exceed t_collect_ms (the destination answers after collecting)");
+        }
+        if !(1..=MAX_ROUTE_ACK_TIMEOUT_MS).contains(&self.route_ack_timeout_ms) {
+            return bad("route_ack_timeout_ms", "must be 1-60000");
+        }
+        if self.route_retries > MAX_ROUTE_RETRIES {
+            return bad("route_retries", "must be at most 10 (the wait doubles each time)");
         }
         if self.net_diameter < 2 {
             return bad("net_diameter", "must be at least 2");
@@ -133,6 +153,14 @@ impl Config {
     pub fn reroute_hold(&self) -> Duration {
         ms(self.reroute_hold_ms)
     }
+    /// How long the ack of a ROUTE's transmission `attempt` (0: the first) is awaited.
+    pub fn route_ack_wait(&self, attempt: u32) -> Duration {
+        ms(self.route_ack_timeout_ms) * (1 << attempt)
+    }
+    /// From a ROUTE's first transmission to its last retransmission's deadline.
+    pub fn route_ack_window(&self) -> Duration {
+        (0..=self.route_retries).map(|attempt| self.route_ack_wait(attempt)).sum()
+    }
     /// The threshold in the hundredths messages carry.
     pub fn backoff_thres_centi(&self) -> u32 {
         (self.backoff_thres * 100.0).round() as u32
@@ -156,5 +184,17 @@ mod tests {
         assert_eq!(config.validate().unwrap_err().field, "alpha");
         let config = Config { discovery_timeout_ms: 1000, ..Config::default() };
         assert_eq!(config.validate().unwrap_err().to_string(), "copas.discovery_timeout_ms: must exceed t_collect_ms (the destination answers after collecting)");
+        let config = Config { route_ack_timeout_ms: 0, ..Config::default() };
+        assert_eq!(config.validate().unwrap_err().field, "route_ack_timeout_ms");
+        let config = Config { route_retries: 11, ..Config::default() };
+        assert_eq!(config.validate().unwrap_err().field, "route_retries");
+    }
+
+    #[test]
+    fn the_route_ack_wait_doubles_with_each_retransmission() {
+        let config = Config::default();
+        let waits: Vec<u64> = (0..=config.route_retries).map(|a| config.route_ack_wait(a).as_millis() as u64).collect();
+        assert_eq!(waits, [200, 400, 800, 1600]);
+        assert_eq!(config.route_ack_window(), Duration::from_millis(3000));
     }
 }

@@ -19,7 +19,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::Config;
-use crate::packet::{Hop, Message, Probe, Rerr, Role, Route, Rreq, BROKEN, MAX_PATH};
+use crate::packet::{Hop, Message, Probe, Rerr, Role, Route, RouteAck, Rreq, BROKEN, MAX_PATH};
 use crate::select::{select_pair, select_replacement, Candidate, Selection};
 
 /// How long an (originator, RREQ id) is remembered against duplicates.
@@ -84,6 +84,14 @@ struct Collection {
     deadline: Duration,
 }
 
+/// A ROUTE sent to a neighbour that has not acknowledged it yet.
+#[derive(Clone, Debug)]
+struct PendingRoute {
+    route: Route,
+    transmissions: u32,
+    deadline: Duration,
+}
+
 /// One COPAS node.
 pub struct Copas {
     config: Config,
@@ -97,6 +105,10 @@ pub struct Copas {
     /// (originator, RREQ id) -> copies gathered.
     collections: BTreeMap<(Ipv4Addr, u32), Collection>,
     seen_rreqs: BTreeMap<(Ipv4Addr, u32), Duration>,
+    /// (next hop, ROUTE) -> sent, awaiting its ack.
+    pending_routes: BTreeMap<(Ipv4Addr, RouteAck), PendingRoute>,
+    /// ROUTEs received -> until when a copy of one is a retransmission.
+    seen_routes: BTreeMap<RouteAck, Duration>,
     /// Relayed RREQs waiting for their jitter: (when, ttl, payload).
     delayed: Vec<(Duration, u8, Vec<u8>)>,
     /// (packet src, packet dst) -> no RERR about it before.
@@ -145,6 +157,8 @@ impl Copas {
             discoveries: BTreeMap::new(),
             collections: BTreeMap::new(),
             seen_rreqs: BTreeMap::new(),
+            pending_routes: BTreeMap::new(),
+            seen_routes: BTreeMap::new(),
             delayed: Vec::new(),
             rerr_hold: BTreeMap::new(),
             heard: BTreeMap::new(),
@@ -352,10 +366,10 @@ impl Copas {
             self.pairs.insert(pair_key, pair);
             self.point_outgoing(now, pair_key, out);
             if forward.path == reverse.path {
-                self.announce(pair_key, Role::Both, &forward, id, "discovery", out);
+                self.announce(now, pair_key, Role::Both, &forward, id, "discovery", out);
             } else {
-                self.announce(pair_key, Role::Forward, &forward, id, "discovery", out);
-                self.announce(pair_key, Role::Reverse, &reverse, id, "discovery", out);
+                self.announce(now, pair_key, Role::Forward, &forward, id, "discovery", out);
+                self.announce(now, pair_key, Role::Reverse, &reverse, id, "discovery", out);
             }
             return;
         }
@@ -380,7 +394,7 @@ impl Copas {
                 if sends_on_it {
                     pair.switched = false;
                 }
-                self.announce(pair_key, role, &choice, id, cause, out);
+                self.announce(now, pair_key, role, &choice, id, cause, out);
                 self.point_outgoing(now, pair_key, out);
             }
             None => {
@@ -393,7 +407,8 @@ impl Copas {
     }
 
     /// Sends the ROUTE of a chosen path toward the pair's other end.
-    fn announce(&mut self, key: (Ipv4Addr, Ipv4Addr), role: Role, choice: &Candidate, id: u32, cause: &'static str, out: &mut Vec<Output>) {
+    #[allow(clippy::too_many_arguments)]
+    fn announce(&mut self, now: Duration, key: (Ipv4Addr, Ipv4Addr), role: Role, choice: &Candidate, id: u32, cause: &'static str, out: &mut Vec<Output>) {
         let (src, dst) = key;
         out.push(Output::Event(Event::PathSelected {
             src,
@@ -407,10 +422,57 @@ impl Copas {
         let path = &choice.path;
         let next = if toward_dst { path[1] } else { path[path.len() - 2] };
         let route = Route { role, toward_dst, id, contention: choice.contention, path: path.clone() };
-        self.send(next, 1, &Message::Route(route), out);
+        self.send_route(now, next, route, out);
     }
 
-    fn receive_route(&mut self, now: Duration, route: Route, out: &mut Vec<Output>) {
+    /// Sends a ROUTE to the next node of its path and keeps it until that node acknowledges it.
+    fn send_route(&mut self, now: Duration, next: Ipv4Addr, route: Route, out: &mut Vec<Output>) {
+        let id = route.ack();
+        // A newer ROUTE for the same path of the pair makes an unacknowledged older one moot:
+        // retransmitted after it, the older one would set the old path again.
+        self.pending_routes.retain(|(_, older), _| (older.src, older.dst, older.role) != (id.src, id.dst, id.role));
+        self.send(next, 1, &Message::Route(route.clone()), out);
+        let deadline = now + self.config.route_ack_wait(0);
+        self.pending_routes.insert((next, id), PendingRoute { route, transmissions: 1, deadline });
+    }
+
+    /// The next hop did not acknowledge a ROUTE in time: again, with a doubled
+    /// wait, or after the last retry, given up where a study can see it.
+    fn route_ack_due(&mut self, now: Duration, key: (Ipv4Addr, RouteAck), out: &mut Vec<Output>) {
+        let next = key.0;
+        let Some(pending) = self.pending_routes.get_mut(&key) else { return };
+        if pending.transmissions <= self.config.route_retries {
+            pending.deadline = now + self.config.route_ack_wait(pending.transmissions);
+            pending.transmissions += 1;
+            let route = pending.route.clone();
+            self.bump("route_retransmissions");
+            self.send(next, 1, &Message::Route(route), out);
+            return;
+        }
+        let PendingRoute { route, transmissions, .. } = self.pending_routes.remove(&key).expect("looked up above");
+        self.bump("routes_abandoned");
+        let (src, dst) = (route.path[0], route.path[route.path.len() - 1]);
+        out.push(Output::Event(Event::RouteAbandoned { src, dst, role: route.role.name(), next_hop: next, path: route.path, transmissions }));
+    }
+
+    fn receive_route_ack(&mut self, from: Ipv4Addr, ack: RouteAck) {
+        if self.pending_routes.remove(&(from, ack)).is_some() {
+            self.bump("routes_acked");
+        } else {
+            self.counters.ignored += 1; // the ack of a copy already acknowledged, or of an abandoned ROUTE
+        }
+    }
+
+    fn receive_route(&mut self, now: Duration, from: Ipv4Addr, route: Route, out: &mut Vec<Output>) {
+        // Acknowledged whatever it holds: sending it again would not change that.
+        let id = route.ack();
+        self.send(from, 1, &Message::RouteAck(id), out);
+        // A copy of a ROUTE taken already is a retransmission whose ack was lost:
+        // applied or passed on again, it could set a path that a newer ROUTE replaced since.
+        if self.seen_routes.insert(id, now + self.config.route_ack_window()).is_some() {
+            self.bump("route_duplicates");
+            return;
+        }
         let path = &route.path;
         let Some(position) = path.iter().position(|&a| a == self.me) else {
             self.counters.ignored += 1;
@@ -423,7 +485,7 @@ impl Copas {
             self.set_route(now, src, dst, path[position + 1], path, out);
             self.set_route(now, dst, src, path[position - 1], path, out);
             let next = if route.toward_dst { path[position + 1] } else { path[position - 1] };
-            self.send(next, 1, &Message::Route(route), out);
+            self.send_route(now, next, route, out);
             return;
         }
         if (position == last) != route.toward_dst {
@@ -679,6 +741,10 @@ impl Copas {
                 self.send_discovery_rreq(now, dst, out);
             }
         }
+        let due: Vec<(Ipv4Addr, RouteAck)> = self.pending_routes.iter().filter(|(_, p)| p.deadline <= now).map(|(k, _)| *k).collect();
+        for key in due {
+            self.route_ack_due(now, key, out);
+        }
         self.send_probes(now, out);
         let timeout = self.config.active_route_timeout();
         let idle: Vec<(Ipv4Addr, Ipv4Addr)> =
@@ -692,6 +758,7 @@ impl Copas {
             out.push(Output::Event(Event::RouteRemoved { dst, reason: "expired" }));
         }
         self.seen_rreqs.retain(|_, until| *until > now);
+        self.seen_routes.retain(|_, until| *until > now);
         self.rerr_hold.retain(|_, until| *until > now);
         self.heard.retain(|_, at| now.saturating_sub(*at) < NEIGHBOR_ALIVE);
     }
@@ -708,7 +775,8 @@ impl Copas {
         self.counters.control_received.entry(message.kind()).or_default().add(payload.len());
         match message {
             Message::Rreq(rreq) => self.receive_rreq(now, ttl, rreq),
-            Message::Route(route) => self.receive_route(now, route, out),
+            Message::Route(route) => self.receive_route(now, from, route, out),
+            Message::RouteAck(ack) => self.receive_route_ack(from, ack),
             Message::Probe(probe) => self.receive_probe(now, probe, out),
             Message::Rerr(rerr) => self.receive_rerr(now, from, rerr, out),
         }
@@ -746,6 +814,7 @@ impl Protocol for Copas {
             self.delayed.iter().map(|d| d.0).min(),
             self.collections.values().map(|c| c.deadline).min(),
             self.discoveries.values().map(|d| d.deadline).min(),
+            self.pending_routes.values().map(|p| p.deadline).min(),
             self.pairs.values().map(|p| p.next_probe).min(),
             self.routes.values().map(|e| e.expires).min(),
         ];

@@ -1,7 +1,7 @@
 //! COPAS control messages: RREQ, ROUTE (the RREP, and the route set-up of
-//! a reroute), PROBE and RERR. Big-endian, on UDP port 654 like AODV, with
-//! their own type numbers (64-67) so that an AODV packet is refused, not
-//! misread. Decoding never panics: every length and count is checked.
+//! a reroute), PROBE, RERR and ROUTE_ACK (a ROUTE received, to the hop that
+//! sent it). Big-endian, on UDP port 654 like AODV, with their own type
+//! numbers (64-68) so that an AODV packet is refused, not misread. Decoding never panics: every length and count is checked.
 //!
 //! Contention values are hundredths of a backoff per T_BACKOFF, saturating
 //! at 655.35 in a hop entry; sums are u32.
@@ -14,6 +14,7 @@ pub const RREQ: u8 = 64;
 pub const ROUTE: u8 = 65;
 pub const PROBE: u8 = 66;
 pub const RERR: u8 = 67;
+pub const ROUTE_ACK: u8 = 68;
 /// The longest path a message may carry (node addresses, both ends included).
 pub const MAX_PATH: usize = 64;
 /// A `replaced_contention` meaning "the path is broken: any path will do".
@@ -84,6 +85,26 @@ pub struct Route {
     pub path: Vec<Ipv4Addr>,
 }
 
+impl Route {
+    /// What names this ROUTE in its acknowledgement: one RREQ (`id`, of the
+    /// end that asked) gives at most one ROUTE per role and direction.
+    pub fn ack(&self) -> RouteAck {
+        let (src, dst) = (self.path[0], self.path[self.path.len() - 1]);
+        RouteAck { role: self.role, toward_dst: self.toward_dst, id: self.id, src, dst }
+    }
+}
+
+/// "I received this ROUTE": sent back to the neighbour it came from, which
+/// retransmits the ROUTE until this arrives (or it gives up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RouteAck {
+    pub role: Role,
+    pub toward_dst: bool,
+    pub id: u32,
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+}
+
 /// A contention probe along the path one end sends on (forward: from src
 /// toward dst; reverse: from dst toward src), following the kernel routes;
 /// every node appends itself.
@@ -109,6 +130,7 @@ pub enum Message {
     Route(Route),
     Probe(Probe),
     Rerr(Rerr),
+    RouteAck(RouteAck),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -174,6 +196,14 @@ fn layout<'a>(
     Ok((Reader { bytes, at: 4 }, count))
 }
 
+fn direction(kind: &'static str, byte: u8) -> Result<bool, PacketError> {
+    match byte {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(PacketError::Invalid { kind, problem: "direction must be 0 or 1" }),
+    }
+}
+
 fn no_loops(kind: &'static str, addrs: impl Iterator<Item = Ipv4Addr>) -> Result<(), PacketError> {
     let mut seen = Vec::new();
     for addr in addrs {
@@ -189,6 +219,7 @@ const RREQ_HEADER: usize = 20;
 const ROUTE_HEADER: usize = 12;
 const PROBE_HEADER: usize = 12;
 const RERR_HEADER: usize = 4;
+const ROUTE_ACK_BYTES: usize = 16;
 const HOP_BYTES: usize = 6;
 
 impl Message {
@@ -198,6 +229,7 @@ impl Message {
             Message::Route(_) => "route",
             Message::Probe(_) => "probe",
             Message::Rerr(_) => "rerr",
+            Message::RouteAck(_) => "route_ack",
         }
     }
 
@@ -222,11 +254,7 @@ impl Message {
             ROUTE => {
                 let (mut r, count) = layout("route", bytes, ROUTE_HEADER, 4, 2)?;
                 let role = Role::decode(bytes[1])?;
-                let toward_dst = match bytes[3] {
-                    0 => false,
-                    1 => true,
-                    _ => return Err(PacketError::Invalid { kind: "route", problem: "direction must be 0 or 1" }),
-                };
+                let toward_dst = direction("route", bytes[3])?;
                 let (id, contention) = (r.u32(), r.u32());
                 let path: Vec<Ipv4Addr> = (0..count).map(|_| r.addr()).collect();
                 no_loops("route", path.iter().copied())?;
@@ -252,6 +280,19 @@ impl Message {
                 let path: Vec<Ipv4Addr> = (0..count).map(|_| r.addr()).collect();
                 no_loops("rerr", path.iter().copied())?;
                 Ok(Message::Rerr(Rerr { role, path }))
+            }
+            ROUTE_ACK => {
+                if bytes.len() != ROUTE_ACK_BYTES {
+                    return Err(PacketError::Length { kind: "route_ack", len: bytes.len(), expected: ROUTE_ACK_BYTES });
+                }
+                let role = Role::decode(bytes[1])?;
+                let toward_dst = direction("route_ack", bytes[3])?;
+                let mut r = Reader { bytes, at: 4 };
+                let (id, src, dst) = (r.u32(), r.addr(), r.addr());
+                if src == dst {
+                    return Err(PacketError::Invalid { kind: "route_ack", problem: "src and dst are the same node" });
+                }
+                Ok(Message::RouteAck(RouteAck { role, toward_dst, id, src, dst }))
             }
             other => Err(PacketError::Type(other)),
         }
@@ -296,6 +337,11 @@ impl Message {
             Message::Rerr(m) => {
                 bytes.extend_from_slice(&[RERR, m.role as u8, m.path.len() as u8, 0]);
                 addrs(&mut bytes, &m.path);
+            }
+            Message::RouteAck(m) => {
+                bytes.extend_from_slice(&[ROUTE_ACK, m.role as u8, 0, m.toward_dst as u8]);
+                bytes.extend_from_slice(&m.id.to_be_bytes());
+                addrs(&mut bytes, &[m.src, m.dst]);
             }
         }
         bytes
@@ -350,6 +396,35 @@ mod tests {
         assert!(matches!(Message::decode(&stranger.encode()), Err(PacketError::Invalid { .. })));
     }
 
+    #[test]
+    fn route_ack_layout_names_the_route_it_acknowledges() {
+        let route = Route { role: Role::Reverse, toward_dst: false, id: 0x0102_0304, contention: 3, path: vec![a(1), a(5), a(9)] };
+        let ack = Message::RouteAck(route.ack());
+        let bytes = ack.encode();
+        assert_eq!(bytes, [68, 2, 0, 0, 1, 2, 3, 4, 10, 0, 0, 1, 10, 0, 0, 9]);
+        assert_eq!(Message::decode(&bytes).unwrap(), ack);
+    }
+
+    #[test]
+    fn bad_route_acks_are_errors() {
+        let bytes = Message::RouteAck(RouteAck { role: Role::Both, toward_dst: true, id: 1, src: a(1), dst: a(2) }).encode();
+        for len in 1..bytes.len() {
+            assert!(matches!(Message::decode(&bytes[..len]), Err(PacketError::Length { kind: "route_ack", .. })), "{len} bytes");
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert!(matches!(Message::decode(&long), Err(PacketError::Length { kind: "route_ack", .. })));
+        let mut role = bytes.clone();
+        role[1] = 3;
+        assert_eq!(Message::decode(&role), Err(PacketError::Role(3)));
+        let mut direction = bytes.clone();
+        direction[3] = 2;
+        assert!(matches!(Message::decode(&direction), Err(PacketError::Invalid { kind: "route_ack", .. })));
+        let mut same = bytes.clone();
+        same[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        assert!(matches!(Message::decode(&same), Err(PacketError::Invalid { kind: "route_ack", .. })));
+    }
+
     fn hop() -> impl Strategy<Value = Hop> {
         (any::<u32>(), any::<u16>()).prop_map(|(addr, contention)| Hop { addr: Ipv4Addr::from(addr), contention })
     }
@@ -380,13 +455,16 @@ mod tests {
                 messages.push(Message::Route(Route { role: Role::Both, toward_dst, id, contention, path: path.clone() }));
                 messages.push(Message::Rerr(Rerr { role: Role::Forward, path: path.clone() }));
             }
+            if dst != src {
+                messages.push(Message::RouteAck(RouteAck { role: Role::Forward, toward_dst, id, src, dst }));
+            }
             for message in messages {
                 prop_assert_eq!(Message::decode(&message.encode()), Ok(message));
             }
         }
 
         #[test]
-        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600), kind in 64u8..68) {
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600), kind in 64u8..69) {
             let mut bytes = bytes;
             if let Some(first) = bytes.first_mut() {
                 *first = kind;

@@ -10,6 +10,7 @@ use meshemu_aodv::ondemand::{Event, Input, Output, Protocol};
 
 use super::Copas;
 use crate::config::Config;
+use crate::packet::{Message, Role, Route, ROUTE, ROUTE_ACK};
 
 fn ms(value: u64) -> Duration {
     Duration::from_millis(value)
@@ -32,11 +33,16 @@ struct Net {
     backoff_rate: Vec<u64>,
     backoffs: Vec<f64>,
     log: Vec<(Duration, usize, Output)>,
+    /// (from, to, message type) -> how many more such unicasts are lost.
+    losses: BTreeMap<(usize, usize, u8), u32>,
 }
 
 impl Net {
     fn new(count: usize, links: &[(usize, usize)]) -> Net {
-        let config = Config::default();
+        Net::with_config(count, links, Config::default())
+    }
+
+    fn with_config(count: usize, links: &[(usize, usize)], config: Config) -> Net {
         Net {
             nodes: (0..count).map(|i| Copas::new(config.clone(), addr(i), i as u64, Duration::ZERO)).collect(),
             links: links.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect(),
@@ -46,6 +52,7 @@ impl Net {
             backoff_rate: vec![0; count],
             backoffs: vec![0.0; count],
             log: Vec::new(),
+            losses: BTreeMap::new(),
         }
     }
 
@@ -118,7 +125,8 @@ impl Net {
                     (0..self.nodes.len()).filter(|&n| n != from && self.linked(from, n)).collect()
                 } else {
                     let n = self.index(to);
-                    if self.linked(from, n) { vec![n] } else { vec![] }
+                    let lost = self.losses.get_mut(&(from, n, payload[0])).filter(|left| **left > 0).map(|left| *left -= 1).is_some();
+                    if self.linked(from, n) && !lost { vec![n] } else { vec![] }
                 };
                 for n in receivers {
                     self.input(n, Input::Control { from: addr(from), ttl, payload: &payload });
@@ -161,6 +169,17 @@ impl Net {
     fn counter(&self, node: usize, name: &str) -> u64 {
         self.nodes[node].counters().protocol.get(name).copied().unwrap_or(0)
     }
+
+    /// When `from` sent messages of `kind` to `to`.
+    fn sent(&self, from: usize, to: usize, kind: u8) -> Vec<Duration> {
+        self.log
+            .iter()
+            .filter_map(|(t, n, o)| match o {
+                Output::Send { to: addr_to, payload, .. } if *n == from && *addr_to == addr(to) && payload[0] == kind => Some(*t),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 const S: usize = 0;
@@ -168,14 +187,22 @@ const D: usize = 1;
 
 /// The paper's Fig. 2 shape: three node-disjoint routes from S to D,
 /// i through 2-3, j through 4-5, k through 6-7.
+const THREE_ROUTES: [(usize, usize); 9] = [(S, 2), (2, 3), (3, D), (S, 4), (4, 5), (5, D), (S, 6), (6, 7), (7, D)];
+
 fn three_routes() -> Net {
-    Net::new(8, &[(S, 2), (2, 3), (3, D), (S, 4), (4, 5), (5, D), (S, 6), (6, 7), (7, D)])
+    Net::new(8, &THREE_ROUTES)
 }
 
 /// Three routes with contention sums i 6, j 10, k 2 (backoffs per second
 /// per relay 3+3, 5+5, 1+1), settled for 5 s, then S discovers D.
 fn fig2_discovered() -> Net {
-    let mut net = three_routes();
+    fig2_with_losses(Config::default(), &[])
+}
+
+/// [`fig2_discovered`] with another config, and unicasts lost: (from, to, message type) -> how many.
+fn fig2_with_losses(config: Config, losses: &[((usize, usize, u8), u32)]) -> Net {
+    let mut net = Net::with_config(8, &THREE_ROUTES, config);
+    net.losses = losses.iter().copied().collect();
     for (node, rate) in [(2, 3), (3, 3), (4, 5), (5, 5), (6, 1), (7, 1)] {
         net.backoff_rate[node] = rate;
     }
@@ -333,4 +360,99 @@ fn garbage_is_counted_and_the_same_inputs_give_the_same_outputs() {
     let b = fig2_discovered();
     let outputs = |net: &Net| net.log.iter().map(|(t, n, o)| format!("{t:?} {n} {o:?}")).collect::<Vec<_>>();
     assert_eq!(outputs(&a), outputs(&b));
+}
+
+// --- ROUTE acknowledgement and retransmission ---------------------------------------------
+// In fig2_discovered, D sends the forward ROUTE over k (D-7-6-S) and the reverse one over i (D-3-2-S).
+
+#[test]
+fn every_node_acknowledges_a_route_to_the_hop_it_came_from_and_nothing_is_sent_twice() {
+    let mut net = fig2_discovered();
+    net.run_until(net.now + ms(5000));
+    for (from, to) in [(7, D), (6, 7), (S, 6), (3, D), (2, 3), (S, 2)] {
+        assert_eq!(net.sent(from, to, ROUTE_ACK).len(), 1, "{from} acks {to}'s ROUTE");
+    }
+    for (from, to) in [(D, 7), (7, 6), (6, S), (D, 3), (3, 2), (2, S)] {
+        assert_eq!(net.sent(from, to, ROUTE).len(), 1, "{from} sent its ROUTE to {to} once: it was acknowledged");
+    }
+    assert_eq!(net.counter(D, "routes_acked"), 2);
+    assert_eq!((net.counter(7, "routes_acked"), net.counter(6, "routes_acked")), (1, 1));
+    let resent: u64 = (0..8).map(|n| net.counter(n, "route_retransmissions") + net.counter(n, "routes_abandoned")).sum();
+    assert_eq!(resent, 0);
+}
+
+#[test]
+fn a_lost_route_is_sent_again_after_the_ack_timeout_and_the_path_is_set_up() {
+    let net = fig2_with_losses(Config::default(), &[((D, 7, ROUTE), 1)]);
+    let sends = net.sent(D, 7, ROUTE);
+    assert_eq!(sends.len(), 2, "{sends:?}");
+    assert_eq!(sends[1] - sends[0], ms(200), "route_ack_timeout_ms");
+    assert_eq!(net.counter(D, "route_retransmissions"), 1);
+    assert_eq!(net.walk(S, D), vec![S, 6, 7, D], "the forward path arrived with the retransmission");
+    assert_eq!(net.nodes[S].counters().discoveries_succeeded, 1);
+    assert_eq!(net.counter(D, "routes_acked"), 2);
+}
+
+#[test]
+fn a_route_never_acknowledged_is_abandoned_after_the_retries_with_an_event() {
+    // S asks only once in this time: no newer ROUTE replaces the lost one.
+    let config = Config { discovery_timeout_ms: 10_000, ..Config::default() };
+    let mut net = fig2_with_losses(config, &[((D, 7, ROUTE), u32::MAX)]);
+    net.run_until(ms(12_000));
+    let sends = net.sent(D, 7, ROUTE);
+    let first = sends[0];
+    let waits: Vec<Duration> = sends.windows(2).take(3).map(|w| w[1] - w[0]).collect();
+    assert_eq!(waits, vec![ms(200), ms(400), ms(800)], "the wait doubles");
+    let abandoned: Vec<(Duration, Event)> =
+        net.events(D).into_iter().filter(|(_, e)| matches!(e, Event::RouteAbandoned { .. })).collect();
+    assert_eq!(abandoned.len(), 1);
+    let (when, event) = abandoned[0].clone();
+    assert_eq!(when - first, ms(3000), "200 + 400 + 800 + 1600 ms");
+    let Event::RouteAbandoned { src, dst, role, next_hop, path, transmissions } = event else { unreachable!() };
+    assert_eq!((src, dst, role, next_hop, transmissions), (addr(S), addr(D), "forward", addr(7), 4));
+    assert_eq!(path, vec![addr(S), addr(6), addr(7), addr(D)]);
+    assert_eq!((net.counter(D, "route_retransmissions"), net.counter(D, "routes_abandoned")), (3, 1));
+    assert_eq!(sends.len(), 4, "1 + route_retries, then no more");
+}
+
+#[test]
+fn a_duplicate_route_is_acknowledged_again_but_not_passed_on_or_applied_twice() {
+    // 7's ack to D is lost once: D sends the ROUTE again, 7 gets it twice.
+    let net = fig2_with_losses(Config::default(), &[((7, D, ROUTE_ACK), 1)]);
+    assert_eq!(net.sent(D, 7, ROUTE).len(), 2);
+    assert_eq!(net.sent(7, D, ROUTE_ACK).len(), 2, "the copy is acknowledged too");
+    assert_eq!(net.sent(7, 6, ROUTE).len(), 1, "passed on once");
+    assert_eq!(net.counter(7, "route_duplicates"), 1);
+    assert_eq!(net.counter(D, "route_retransmissions"), 1);
+    assert_eq!(net.counter(D, "routes_abandoned"), 0);
+    let route_outputs = net.log.iter().filter(|(_, n, o)| *n == 7 && matches!(o, Output::SetPairRoute { .. })).count();
+    assert_eq!(route_outputs, 2, "one route each way, set once");
+    // The same at an end: S's ack to 6 lost once; S must not take the forward path twice.
+    let net = fig2_with_losses(Config::default(), &[((S, 6, ROUTE_ACK), 1)]);
+    assert_eq!(net.sent(6, S, ROUTE).len(), 2);
+    assert_eq!(net.counter(S, "route_duplicates"), 1);
+    let releases = net.log.iter().filter(|(_, n, o)| *n == S && matches!(o, Output::Release { .. })).count();
+    assert_eq!(releases, 1);
+    assert_eq!(net.nodes[S].counters().discoveries_succeeded, 1);
+}
+
+#[test]
+fn a_newer_route_for_the_same_path_replaces_an_unacknowledged_older_one() {
+    // Relay 7 alone: D's forward ROUTE over 6 is never acknowledged; 100 ms
+    // later a newer forward ROUTE of the same pair goes over 4 instead.
+    let mut relay = Copas::new(Config::default(), addr(7), 7, Duration::ZERO);
+    let mut out = Vec::new();
+    let route = |id, via| Route { role: Role::Forward, toward_dst: false, id, contention: 0, path: vec![addr(S), addr(via), addr(7), addr(D)] };
+    let old = Message::Route(route(1, 6)).encode();
+    let new = Message::Route(route(2, 4)).encode();
+    relay.handle(ms(1000), Input::Control { from: addr(D), ttl: 1, payload: &old }, &mut out);
+    relay.handle(ms(1100), Input::Control { from: addr(D), ttl: 1, payload: &new }, &mut out);
+    out.clear();
+    for t in (1110..=1400).step_by(10) {
+        relay.handle(ms(t), Input::Tick, &mut out);
+    }
+    let resent: Vec<(Ipv4Addr, Vec<u8>)> =
+        out.iter().filter_map(|o| if let Output::Send { to, payload, .. } = o { Some((*to, payload.clone())) } else { None }).collect();
+    assert_eq!(resent, vec![(addr(4), new)], "only the newer ROUTE is sent again, 200 ms after it");
+    assert_eq!(relay.counters().protocol.get("routes_abandoned"), None);
 }
