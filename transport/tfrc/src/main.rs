@@ -167,7 +167,7 @@ struct SendArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     rtt_window: Duration,
     /// RE-TFRC: how far (fraction) the RTT may exceed its optimum before the rate is cut.
-    #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
+    #[arg(long, default_value_t = 0.2, value_name = "FRACTION")]
     re_tolerance: f64,
     /// RE-TFRC: the largest fraction of the rate one decrease takes (1: straight to the
     /// target, as ns-2's decrease_rate).
