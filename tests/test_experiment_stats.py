@@ -1,4 +1,5 @@
-"""CI and paired t-test against values computed by hand."""
+"""CI and paired t-test against values computed by hand, and the report's
+pairing of runs."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 
 import pytest
 
+from meshemu.experiment.report import Dataset, paired_tests
 from meshemu.experiment.stats import mean_ci, paired_t_test
 
 
@@ -54,3 +56,30 @@ def test_paired_t_test_sign_and_degenerate_cases():
     assert (constant.mean_difference, constant.t, constant.p) == (1, None, None)
     with pytest.raises(ValueError):
         paired_t_test([1, 2], [1])
+
+
+def chain_runs(goodput: dict[tuple[int, str], list[float]]) -> Dataset:
+    """Runs of a sweep over chain length n and mode, seeds 1, 2, 3, ..."""
+    return Dataset([{"run_id": f"{n}-{mode}-{seed}", "seed": seed,
+                     "params": {"topology.generate.n": n, "traffic.0.mode": mode},
+                     "metrics": {"flows": [{"name": "flow", "goodput_bps": value}]}}
+                    for (n, mode), values in goodput.items() for seed, value in enumerate(values, start=1)])
+
+
+def test_paired_tests_pair_runs_of_the_same_other_values_and_seed():
+    # re-tfrc − tfrc per seed: n=5 -10, -9, -11 (mean -10, s = 1, t = -10·√3 = -17.320508);
+    # n=8 +20, +19, +21 (t = 20·√3 = 34.641016). Pooled: mean 5, s² = 1354/5,
+    # t = 5/(√270.8/√6) = 0.7442542. The fourth n=8 re-tfrc run has no partner.
+    data = chain_runs({(5, "tfrc"): [100, 110, 120], (5, "re-tfrc"): [90, 101, 109],
+                       (8, "tfrc"): [180, 231, 279], (8, "re-tfrc"): [200, 250, 300, 999]})
+    pooled_only = paired_tests(data, ["flows.flow.goodput_bps"], "mode")
+    assert [(t["a"], t["b"], t["within"], t["pairs"]) for t in pooled_only] == [("re-tfrc", "tfrc", "all", 6)]
+    assert pooled_only[0]["mean_difference"] == pytest.approx(5)
+    assert pooled_only[0]["t"] == pytest.approx(0.7442542, rel=1e-6)
+    # Per chain length the opposite signs show, which the pooled test hides.
+    tests = paired_tests(data, ["flows.flow.goodput_bps"], "mode", within="n")
+    assert [(t["within"], t["pairs"]) for t in tests] == [("all", 6), (5, 3), (8, 3)]
+    assert tests[0] == pooled_only[0]
+    assert [t["mean_difference"] for t in tests[1:]] == pytest.approx([-10, 20])
+    assert [t["t"] for t in tests[1:]] == pytest.approx([-17.320508, 34.641016], rel=1e-6)
+    assert all(t["p"] < 0.01 for t in tests[1:]) and tests[0]["p"] > 0.4

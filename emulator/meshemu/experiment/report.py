@@ -1,6 +1,7 @@
 """`meshemu report RESULTS_DIR`: tables of mean and 90% CI per group of runs
 (same swept values, across seeds), paired t-tests between the values of one
-parameter on the same other values and seeds, and plots (PNG and SVG) in
+parameter on the same other values and seeds (over all pairs, and per value
+of the x parameter when that is swept too), and plots (PNG and SVG) in
 `RESULTS_DIR/report/`: metric vs a parameter with CI error bars, bars per
 value (e.g. per hop count), CDFs over runs, and a run's time series.
 """
@@ -118,8 +119,9 @@ def report(directory: Path, console: Console, x: str | None = None, group: str |
     console.print(summary_table(data, columns))
     _write_summary_csv(data, columns, out_dir / "summary.csv")
     if compare is not None:
-        tests = paired_tests(data, columns, compare)
-        console.print(tests_table(tests, compare))
+        within = x if x in data.params and x != compare else None
+        tests = paired_tests(data, columns, compare, within)
+        console.print(tests_table(tests, compare, within))
         _write_rows(tests, out_dir / "ttests.csv")
     flagged = sum(bool(record.get("behind_real_time")) for record in records)
     if flagged:
@@ -197,9 +199,15 @@ def _write_rows(rows: list[dict[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
-def paired_tests(data: Dataset, columns: list[str], compare: str) -> list[dict[str, Any]]:
+ALL = "all"
+
+
+def paired_tests(data: Dataset, columns: list[str], compare: str, within: str | None = None) -> list[dict[str, Any]]:
     """For every two values a, b of `compare` and every metric: the runs that
-    share all other swept values and the seed, a − b, paired t-test."""
+    share all other swept values and the seed, a − b, paired t-test — over
+    all pairs, and when `within` names another swept parameter, also over
+    the pairs of each of its values (pooled pairs mix that parameter's
+    effect on the difference into the test's variance)."""
     others = [name for name in data.params if name != compare]
     values = sorted({json.dumps(data.param(row, compare)) for row in data.rows}, key=lambda v: _sort_key(json.loads(v)))
     by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -209,32 +217,42 @@ def paired_tests(data: Dataset, columns: list[str], compare: str) -> list[dict[s
     tests = []
     for a, b in itertools.combinations(values, 2):
         for metric in columns:
-            pairs = []
+            pairs: dict[Any, list[tuple[float, float]]] = {ALL: []}
             for (value, rest, seed), row in by_key.items():
                 if value != a:
                     continue
                 other = by_key.get((b, rest, seed))
                 x, y = _number(row.get(metric)), _number(other.get(metric)) if other else None
-                if x is not None and y is not None:
-                    pairs.append((x, y))
-            if len(pairs) < 2:
-                continue
-            test = paired_t_test([p[0] for p in pairs], [p[1] for p in pairs])
-            tests.append({"metric": metric, "a": json.loads(a), "b": json.loads(b), "pairs": test.n,
-                          "mean_difference": test.mean_difference, "ci_low": test.difference_ci.low,
-                          "ci_high": test.difference_ci.high, "t": test.t, "p": test.p})
+                if x is None or y is None:
+                    continue
+                pairs[ALL].append((x, y))
+                if within is not None:
+                    pairs.setdefault(json.dumps(data.param(row, within)), []).append((x, y))
+            per_value = sorted((key for key in pairs if key != ALL), key=lambda v: _sort_key(json.loads(v)))
+            for key in [ALL] + per_value:
+                if len(pairs[key]) < 2:
+                    continue
+                test = paired_t_test([p[0] for p in pairs[key]], [p[1] for p in pairs[key]])
+                tests.append({"metric": metric, "a": json.loads(a), "b": json.loads(b),
+                              "within": key if key == ALL else json.loads(key), "pairs": test.n,
+                              "mean_difference": test.mean_difference, "ci_low": test.difference_ci.low,
+                              "ci_high": test.difference_ci.high, "t": test.t, "p": test.p})
     return tests
 
 
-def tests_table(tests: list[dict[str, Any]], compare: str) -> Table:
+def tests_table(tests: list[dict[str, Any]], compare: str, within: str | None = None) -> Table:
     table = Table(title=f"paired t-tests between values of {compare} (same other parameters and seeds)")
-    for column in ("metric", "a", "b", "pairs", f"mean a−b ({int(CONFIDENCE * 100)}% CI)", "t", "p"):
+    columns = ["metric", "a", "b"] + ([within] if within else []) + [
+        "pairs", f"mean a−b ({int(CONFIDENCE * 100)}% CI)", "t", "p"]
+    for column in columns:
         table.add_column(escape(column), justify="right" if column in ("pairs", "t", "p") else "left")
     for test in tests:
         label, scale = _label(test["metric"])
         ci = "" if test["ci_low"] is None else f" [{test['ci_low'] * scale:.3f}, {test['ci_high'] * scale:.3f}]"
-        table.add_row(escape(label), escape(str(test["a"])), escape(str(test["b"])), str(test["pairs"]),
-                      f"{test['mean_difference'] * scale:.3f}{ci}",
+        cells = [escape(label), escape(str(test["a"])), escape(str(test["b"]))]
+        if within:
+            cells.append(escape(str(test["within"])))
+        table.add_row(*cells, str(test["pairs"]), f"{test['mean_difference'] * scale:.3f}{ci}",
                       "-" if test["t"] is None else f"{test['t']:.3f}",
                       "-" if test["p"] is None else f"{test['p']:.4f}")
     if not tests:
