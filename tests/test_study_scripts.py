@@ -1,0 +1,402 @@
+"""The studies' analysis scripts (experiments/copas/analyse.py and
+counters.py, experiments/re-tfrc/tables.py) on small hand-made results:
+records with only the keys the scripts read, run files as `meshemu run`
+writes them, and the expected figures computed by hand in the comments."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+
+NODE_IP = {f"n{i}": f"10.0.0.{i + 1}" for i in range(6)}
+
+
+def study_script(path: str):
+    spec = importlib.util.spec_from_file_location(Path(path).stem, REPO / "experiments" / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+analyse = study_script("copas/analyse.py")
+counters = study_script("copas/counters.py")
+tables = study_script("re-tfrc/tables.py")
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def markdown_rows(text: str) -> list[dict[str, str]]:
+    """The rows of a printed markdown table, as {header cell: cell}."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    split = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
+    header, rows = split[0], split[2:]  # split[1] is the |---| line
+    return [dict(zip(header, row)) for row in rows]
+
+
+# --- experiments/copas/analyse.py -----------------------------------------------------------------
+
+def tcp_flow(goodput_kbps: float, acked: int = 0, rtt_ms: float | None = None) -> dict[str, Any]:
+    return {"kind": "tcp", "goodput_bps": goodput_kbps * 1e3, "bytes_acked": acked,
+            "rtt_ms": None if rtt_ms is None else {"mean": rtt_ms}}
+
+
+def copas_record(run_id: str, protocol: str, seed: int, flows: list[dict[str, Any]], *, connections: int = 1,
+                 control_bytes: int = 1000, backoffs: int = 0, defers: int = 0, nodes: int = 2,
+                 duration_s: int = 60, warmup_s: int = 10, p99_ns: int = 100_000) -> dict[str, Any]:
+    return {"run_id": run_id, "seed": seed,
+            "params": {"nodes": 50, "connections": connections, "protocol": protocol},
+            "config": {"duration_ns": duration_s * 10**9, "warmup_ns": warmup_s * 10**9, "nodes": []},
+            "metrics": {"flows": flows,
+                        "medium": {"total": {"backoffs": backoffs, "defers": defers},
+                                   "nodes": {f"n{i}": {} for i in range(nodes)}},
+                        "routing": {"control_bytes": control_bytes}},
+            "lateness": {"p99_ns": p99_ns}}
+
+
+def copas_event(event: str, cause: str | None = None, **fields: Any) -> dict[str, Any]:
+    return {"event": event, **({"cause": cause} if cause else {}), **fields}
+
+
+def test_aggregate_throughput_sums_only_the_tcp_flows():
+    # 150 + 50 kbit/s of TCP; the UDP flow's 999 kbit/s is not a connection of the study.
+    record = copas_record("r", "aodv", 1, [tcp_flow(150), tcp_flow(50),
+                                           {"kind": "udp", "goodput_bps": 999e3}])
+    assert analyse.aggregate_bps(record) == pytest.approx(200e3)
+
+
+def test_medium_counters_are_per_node_per_second_of_the_window_after_warm_up():
+    # 1000 backoffs, 3000 deferrals on 2 nodes over 60 s − 10 s warm-up: 1000 / 2 / 50 = 10, 3000 / 2 / 50 = 30.
+    record = copas_record("r", "aodv", 1, [], backoffs=1000, defers=3000, nodes=2, duration_s=60, warmup_s=10)
+    assert analyse.per_node_per_s(record, "backoffs") == pytest.approx(10.0)
+    assert analyse.per_node_per_s(record, "defers") == pytest.approx(30.0)
+
+
+def test_normalized_overhead_is_routing_bytes_per_data_byte_acknowledged():
+    # 5000 control bytes / (40000 + 10000 bytes acked) = 0.1.
+    record = copas_record("r", "aodv", 1, [tcp_flow(1, acked=40_000), tcp_flow(1, acked=10_000)],
+                          control_bytes=5000)
+    assert analyse.normalized_overhead(record) == pytest.approx(0.1)
+    # Routing traffic and no byte delivered: infinitely costly, not a division error.
+    starved = copas_record("r", "aodv", 1, [tcp_flow(0, acked=0)], control_bytes=5000)
+    assert analyse.normalized_overhead(starved) == math.inf
+
+
+def test_mean_rtt_averages_the_connections_that_measured_one():
+    # (100 + 300) / 2; the connection without RTT samples is left out, not counted as 0.
+    record = copas_record("r", "aodv", 1, [tcp_flow(1, rtt_ms=100.0), tcp_flow(1, rtt_ms=300.0), tcp_flow(1)])
+    assert analyse.mean_rtt_ms(record) == pytest.approx(200.0)
+
+
+def test_path_moves_count_contention_reroutes_and_rerr_switches(tmp_path):
+    routing = tmp_path / "runs" / "r1" / "routing"
+    write_jsonl(routing / "n4.copas-events.jsonl", [
+        copas_event("path_selected", "discovery", role="both"),  # the first choice is no move
+        copas_event("path_selected", "contention", role="forward"),  # reroute 1
+        copas_event("contention_high", role="forward"),
+        copas_event("path_selected", "rerr", role="forward"),  # a replacement after a RERR: no reroute
+        copas_event("route_removed", reason="expired"),
+    ])
+    write_jsonl(routing / "n0.copas-events.jsonl", [
+        copas_event("path_selected", "contention", role="both"),  # reroute 2
+        copas_event("path_switched", "rerr", role="forward"),  # switch 1
+        copas_event("link_broken", "link layer"),
+    ])
+    assert analyse.path_moves(tmp_path, {"run_id": "r1"}) == (2, 1)
+    # A run without COPAS events (AODV) has no moves to report, not zero moves.
+    assert analyse.path_moves(tmp_path, {"run_id": "aodv-run"}) is None
+
+
+def test_table_pairs_copas_with_aodv_by_seed_and_reports_each_protocol(tmp_path, capsys):
+    records = [
+        # AODV, seeds 1 and 2: 200 and 100 kbit/s.
+        copas_record("a1", "aodv", 1, [tcp_flow(150, acked=40_000), tcp_flow(50, acked=10_000)],
+                     control_bytes=5000, backoffs=1000, defers=3000, p99_ns=200_000),
+        copas_record("a2", "aodv", 2, [tcp_flow(100, acked=50_000)], control_bytes=10_000, backoffs=2000,
+                     defers=3000, p99_ns=1_500_000),
+        # COPAS seeds 1, 2: 100 / 200 = 0.5 and 150 / 100 = 1.5; seed 3 has no AODV run to compare with.
+        # (Out of order in the file: pairing by position would divide the wrong runs.)
+        copas_record("c3", "copas", 3, [tcp_flow(500, acked=1)]),
+        copas_record("c2", "copas", 2, [tcp_flow(150, acked=1)]),
+        copas_record("c1", "copas", 1, [tcp_flow(100, acked=1)]),
+        # Another connection count is a row of its own, with no AODV baseline.
+        copas_record("c4", "copas", 1, [tcp_flow(10, acked=1)], connections=5),
+    ]
+    write_jsonl(tmp_path / "runs.jsonl", records)
+    write_jsonl(tmp_path / "runs" / "c1" / "routing" / "n1.copas-events.jsonl",
+                [copas_event("path_selected", "contention", role="forward"), copas_event("path_switched", "rerr")])
+
+    assert analyse.main([str(tmp_path)]) == 0
+    rows = markdown_rows(capsys.readouterr().out)
+    assert [(row["conns"], row["protocol"], row["topologies"]) for row in rows] == [
+        ("1", "aodv", "2"), ("1", "copas", "3"), ("5", "copas", "1")]
+    aodv, copas, alone = rows
+    assert aodv["aggregate throughput kbit/s"] == "150 (100-200)"
+    assert aodv["/AODV"] == ""
+    # Mean of 0.5 and 1.5 (with seed 3 paired, there would be no partner to divide by).
+    assert copas["/AODV"] == "1 (0.5-1.5)"
+    assert alone["/AODV"] == "-"  # no AODV run at 5 connections
+    # Per node per second over 50 s: backoffs 1000 / 2 / 50 = 10 and 2000 / 2 / 50 = 20, deferrals 30 and 30;
+    # routing bytes per byte acked 5000 / 50000 = 0.1 and 10000 / 50000 = 0.2.
+    assert aodv["backoffs/s/node"] == "15 (10-20)"
+    assert aodv["deferrals/s/node"] == "30 (30-30)"
+    assert aodv["routing bytes / data byte"] == "0.15 (0.1-0.2)"
+    # Only c1 has COPAS events: one reroute, one RERR switch; AODV reports none.
+    assert copas["reroutes, RERR switches per run"] == "1, 1"
+    assert aodv["reroutes, RERR switches per run"] == ""
+    # The worst p99 lateness of the group: 1.5 ms.
+    assert aodv["lateness p99 ms (worst)"] == "1.5"
+
+
+def test_main_without_runs_names_the_file(tmp_path, capsys):
+    (tmp_path / "runs.jsonl").write_text("")
+    assert analyse.main([str(tmp_path)]) == 1
+    assert f"{tmp_path / 'runs.jsonl'}: no runs recorded" in capsys.readouterr().err
+
+
+def tcpinfo(seconds: float, sport: int, acked: int) -> dict[str, Any]:
+    return {"time_ns": 1_000 * 10**9 + round(seconds * 1e9), "sport": sport, "bytes_acked": acked}
+
+
+def test_goodput_series_bins_the_data_connections_bytes_per_second(tmp_path):
+    write_jsonl(tmp_path / "runs" / "r" / "c1.tcpinfo.jsonl", [
+        # iperf3's control connection: sampled first, 37 bytes in all.
+        tcpinfo(0.0, 40000, 0), tcpinfo(3.0, 40000, 37),
+        # The data connection; each interval's bytes go to the second it ends in, from its first sample:
+        # ends 0.5 s: 1000 B -> second 0; 1.0 and 1.5 s: 2000 + 0 B -> second 1; 2.5 s: 5000 B -> second 2;
+        # nothing ends in second 3; 4.2 s: 1000 B -> second 4.
+        tcpinfo(0.2, 40002, 0), tcpinfo(0.7, 40002, 1000), tcpinfo(1.2, 40002, 3000), tcpinfo(1.7, 40002, 3000),
+        tcpinfo(2.7, 40002, 8000), tcpinfo(4.4, 40002, 9000),
+    ])
+    seconds, kbps = analyse.goodput_series(tmp_path, {"run_id": "r"}, "c1")
+    assert seconds == [0.0, 1.0, 2.0, 3.0, 4.0]
+    # bytes · 8 / 1000 per second.
+    assert kbps == pytest.approx([8.0, 16.0, 40.0, 0.0, 8.0])
+    # No samples (the flow never ran): nothing to plot.
+    assert analyse.goodput_series(tmp_path, {"run_id": "r"}, "c2") == ([], [])
+
+
+# --- experiments/copas/counters.py ----------------------------------------------------------------
+
+T0_S = 1_700_000_000
+
+
+def snapshot(t_s: float, defers: dict[str, int]) -> dict[str, Any]:
+    zero = {"backoffs": 0, "tx_data_frames": 0, "tx_broadcast_frames": 0, "retry_drops": 0}
+    return {"t_s": t_s, "nodes": {node: {**zero, "defers": count} for node, count in defers.items()}}
+
+
+def path_selected(t_s: float, role: str, path: list[str]) -> dict[str, Any]:
+    return {"event": "path_selected", "cause": "contention", "wall": T0_S + t_s, "role": role,
+            "src": NODE_IP["n0"], "dst": NODE_IP["n4"], "path": [NODE_IP[node] for node in path]}
+
+
+def test_smoothing_is_copasd_mu_per_second():
+    # Backoffs 0, 8, 8, 48 at 0, 1, 2, 4 s: N = 8, 0, 20 per s (the last interval lasts 2 s);
+    # mu = 0.25 mu + 0.75 N: 6, 1.5, 0.375 + 15 = 15.375.
+    snapshots = [{"t_s": t, "nodes": {"n1": {"backoffs": b}}} for t, b in ((0.0, 0), (1.0, 8), (2.0, 8), (4.0, 48))]
+    assert counters.smoothed(snapshots, counters.COUNTERS["backoffs"])["n1"] == pytest.approx([6.0, 1.5, 15.375])
+
+
+def test_busy_backoffs_leave_out_the_backoff_after_each_own_frame():
+    # 50 backoffs after 20 data frames, 5 broadcasts and 3 dropped frames: 50 − 28 = 22 the medium caused.
+    assert counters.COUNTERS["busy_backoffs"](
+        {"backoffs": 50, "tx_data_frames": 20, "tx_broadcast_frames": 5, "retry_drops": 3}) == 22
+
+
+def test_counters_split_the_relays_of_the_selected_paths_from_the_other_nodes(tmp_path, capsys):
+    config = {"nodes": [{"name": name, "ipv4": ip} for name, ip in NODE_IP.items()]}
+    records = [{"run_id": "copas", "seed": 1, "params": {"connections": 1, "protocol": "copas"}, "config": config},
+               # AODV chooses no path: left out (it has no run files here, and would fail if read).
+               {"run_id": "aodv", "seed": 1, "params": {"connections": 1, "protocol": "aodv"}, "config": config}]
+    write_jsonl(tmp_path / "runs.jsonl", records)
+    run = tmp_path / "runs" / "copas"
+    (run / "routing").mkdir(parents=True)
+    (run / "clock.json").write_text(json.dumps({"run_t0_wall_ns": T0_S * 10**9}))
+    # Deferrals per second, constant: n0 (source) 1600, n1 32, n2 64, n3 16, n4 (destination) 3200, n5 160.
+    # mu after the 1st second is 0.75 N, after the 2nd 0.9375 N: n1 24, 30; n2 48, 60; n3 12, 15; n5 120, 150.
+    rates = {"n0": 1600, "n1": 32, "n2": 64, "n3": 16, "n4": 3200, "n5": 160}
+    write_jsonl(run / "stats.jsonl", [snapshot(t, {node: rate * t for node, rate in rates.items()})
+                                      for t in (0.0, 1.0, 2.0)])
+    # Both directions through n1, n2 from 0.5 s; the forward one moves to n3 at 1.5 s (counts from 2 s on).
+    write_jsonl(run / "routing" / "n4.copas-events.jsonl", [
+        path_selected(0.5, "both", ["n0", "n1", "n2", "n4"]),
+        {"event": "contention_high", "wall": T0_S + 1.2, "role": "forward"},
+        path_selected(1.5, "forward", ["n0", "n3", "n4"]),
+    ])
+
+    assert counters.main([str(tmp_path)]) == 0
+    rows = [row for row in markdown_rows(capsys.readouterr().out) if row["counter"] == "defers"]
+    assert len(rows) == 1
+    row = rows[0]
+    # At 1 s: relays n1 24, n2 48; others n3 12, n5 120; path max 48 forward, 48 reverse.
+    # At 2 s: relays n3 15, n1 30, n2 60; others n5 150; path max 15 forward, 60 reverse.
+    # Relays sorted 15 24 30 48 60 (p10/p50/p90: indexes 0, 2, 4); others 12 120 150 (0, 1, 2);
+    # path max 15 48 48 60 (0, 2, 3). The endpoints n0, n4 count nowhere.
+    assert row["relays' mu p10/p50/p90"] == "15/30/60"
+    assert row["other nodes' mu p10/p50/p90"] == "12/120/150"
+    assert row["path max mu p10/p50/p90"] == "15/48/60"
+    # Path maxima above 6, 25, 50, 100, 200, 400: 4, 3, 1, 0, 0, 0 of 4.
+    assert [row[f"> {t}"] for t in counters.THRESHOLDS] == ["100%", "75%", "25%", "0%", "0%", "0%"]
+
+
+def test_counters_without_copas_runs_names_the_file(tmp_path, capsys):
+    write_jsonl(tmp_path / "runs.jsonl", [{"run_id": "a", "params": {"connections": 1, "protocol": "aodv"}}])
+    assert counters.main([str(tmp_path)]) == 1
+    assert f"{tmp_path / 'runs.jsonl'}: no COPAS runs recorded" in capsys.readouterr().err
+
+
+# --- experiments/re-tfrc/tables.py ----------------------------------------------------------------
+
+def tfrc_flow(hops: int = 4, goodput: float = 100e3, rtt: float | None = 100.0, p: float | None = 0.01,
+              feedback: int = 10, **fields: Any) -> dict[str, Any]:
+    return {"kind": "tfrc", "hops": hops, "goodput_bps": goodput, "feedback": feedback,
+            "rtt_ms": None if rtt is None else {"mean": rtt}, "loss_event_rate": p, **fields}
+
+
+def tfrc_record(mode: str, seed: int, flows: list[dict[str, Any]], *, n: int = 5, mac_drops: float = 0.0,
+                rts_hist: list[int] | None = None, p99_ns: int = 100_000, **options: Any) -> dict[str, Any]:
+    return {"run_id": f"{mode}-{n}-{seed}", "seed": seed,
+            "params": {"topology.generate.n": n, "traffic.0.mode": mode},
+            "config": {"traffic": [{"options": {"mode": mode, **options}}]},
+            "metrics": {"flows": flows, "medium": {"total": {"mac_drop_fraction": mac_drops,
+                                                             "rts_attempts_hist": rts_hist or [0] * 16}}},
+            "lateness": {"p99_ns": p99_ns}}
+
+
+def test_several_flows_count_as_one_weighted_by_their_feedback():
+    record = tfrc_record("tfrc", 1, [
+        tfrc_flow(goodput=100e3, rtt=100.0, p=0.01, feedback=1),
+        tfrc_flow(goodput=50e3, rtt=400.0, p=0.03, feedback=3),
+        tfrc_flow(goodput=10e3, rtt=None, p=None, feedback=0),  # starved: no feedback in the window
+        {"kind": "tcp", "goodput_bps": 1e6},  # not a TFRC flow
+    ])
+    assert tables.goodput(record) == pytest.approx(160e3)
+    # (100 · 1 + 400 · 3) / 4 = 325 ms; (0.01 · 1 + 0.03 · 3) / 4 = 0.025.
+    assert tables.rtt(record) == pytest.approx(325.0)
+    assert tables.loss_event_rate(record) == pytest.approx(0.025)
+    silent = tfrc_record("tfrc", 1, [tfrc_flow(rtt=None, p=None, feedback=0)])
+    assert (tables.rtt(silent), tables.loss_event_rate(silent)) == (None, None)
+
+
+def compare_records() -> list[dict[str, Any]]:
+    def pair(seed, tfrc, re, n=5, hops=4):
+        runs = []
+        for mode, (rtt, drops, p, kbps) in (("tfrc", tfrc), ("re-tfrc", re)):
+            flow = tfrc_flow(hops=hops, rtt=rtt, p=p, goodput=kbps * 1e3)
+            runs.append(tfrc_record(mode, seed, [flow], n=n, mac_drops=drops, p99_ns=seed * 100_000))
+        return runs
+
+    return [
+        # A 7-hop group first in the file: sorted after the 4-hop one.
+        *pair(1, (300, 0.01, 0.01, 100), (200, 0.01, 0.01, 100), n=8, hops=7),
+        # (RTT ms, MAC drop fraction, p, kbit/s) TFRC -> RE-TFRC per seed; reductions (TFRC − RE) / TFRC:
+        # seed 1: RTT 25 %, drops 50 %, p 50 %, throughput −10 %
+        *pair(1, (200, 0.04, 0.02, 300), (150, 0.02, 0.01, 270)),
+        # seed 2: RTT 50 %, drops 0 %, p −50 %, throughput +10 %
+        *pair(2, (400, 0.02, 0.02, 200), (200, 0.02, 0.03, 220)),
+        # seed 3: RTT 10 %, drops 75 %, p 0 %, throughput +5 %
+        *pair(3, (100, 0.01, 0.02, 100), (90, 0.0025, 0.02, 105)),
+        # A TFRC run without its RE-TFRC partner: in no column.
+        tfrc_record("tfrc", 4, [tfrc_flow(rtt=1000.0, goodput=1e6)], mac_drops=0.5, p99_ns=9_000_000),
+        # A group with TFRC runs only: no row.
+        tfrc_record("tfrc", 1, [tfrc_flow(hops=10)], n=11),
+    ]
+
+
+def test_compare_pairs_runs_by_seed_and_reports_reductions_per_pair(capsys):
+    tables.compare(compare_records())
+    rows = markdown_rows(capsys.readouterr().out)
+    assert [(row["group"], row["hops"], row["pairs"]) for row in rows] == [("n=5", "4", "3"), ("n=8", "7", "1")]
+    four_hops, seven_hops = rows
+    assert four_hops["RTT ms TFRC → RE"] == "100/200/400 → 90/150/200"
+    assert four_hops["MAC drops % TFRC → RE"] == "1.00/2.00/4.00 → 0.25/2.00/2.00"
+    assert four_hops["throughput kbit/s TFRC → RE"] == "100/200/300 → 105/220/270"
+    # min/median/max of the reductions per pair (the medians' reduction would be (2 − 2) / 2 = 0 % for drops).
+    assert four_hops["RTT reduction %"] == "10/25/50"
+    assert four_hops["MAC drop reduction %"] == "0/50/75"
+    assert four_hops["p reduction %"] == "-50/0/50"
+    assert four_hops["throughput gain %"] == "-10/5/10"
+    # The worst p99 of the paired runs (seed 3: 0.3 ms), not the unpaired run's 9 ms.
+    assert four_hops["lateness p99 ms"] == "0.3"
+    # One pair: its values alone; (300 − 200) / 300 = 33 %.
+    assert seven_hops["RTT ms TFRC → RE"] == "300 → 200"
+    assert seven_hops["RTT reduction %"] == "33"
+
+
+def test_main_compares_runs_from_several_results_directories(tmp_path, monkeypatch, capsys):
+    records = compare_records()
+    write_jsonl(tmp_path / "tfrc" / "runs.jsonl", [r for r in records if r["params"]["traffic.0.mode"] == "tfrc"])
+    write_jsonl(tmp_path / "re" / "runs.jsonl", [r for r in records if r["params"]["traffic.0.mode"] == "re-tfrc"])
+    monkeypatch.setattr(sys, "argv", ["tables.py", "compare", str(tmp_path / "tfrc"), str(tmp_path / "re")])
+    tables.main()
+    rows = markdown_rows(capsys.readouterr().out)
+    assert [(row["group"], row["pairs"], row["RTT reduction %"]) for row in rows] == [
+        ("n=5", "3", "10/25/50"), ("n=8", "1", "33")]
+
+
+def test_a_missing_results_directory_is_named(tmp_path):
+    with pytest.raises(SystemExit, match=re.escape(f"{tmp_path / 'runs.jsonl'}: no such file")):
+        tables.read_runs(tmp_path)
+
+
+def hist(*counts: int) -> list[int]:
+    """rts_attempts_hist: frames finished after k + 1 RTS attempts at index k."""
+    return [*counts] + [0] * (16 - len(counts))
+
+
+def cdf_shares(row: dict[str, str]) -> list[str]:
+    return [row[f"≤{k} retries"] for k in range(tables.RTS_ATTEMPTS)]
+
+
+def test_rts_cdf_sums_the_histograms_of_each_mode_at_the_hop_count(capsys):
+    records = [
+        # TFRC at 7 hops, two runs: frames after 1, 2, 3, ... RTS attempts: 8, 2, 1, 0, 0, 0, 0, 1 (12 frames;
+        # the one sent 8 times counts in the total and in no share).
+        tfrc_record("tfrc", 1, [tfrc_flow(hops=7)], rts_hist=hist(6, 2, 1, 0, 0, 0, 0, 1)),
+        tfrc_record("tfrc", 2, [tfrc_flow(hops=7)], rts_hist=hist(2)),
+        # RE-TFRC at 7 hops: 9 frames at the first RTS, 1 at the second.
+        tfrc_record("re-tfrc", 1, [tfrc_flow(hops=7)], rts_hist=hist(9, 1)),
+        # Another hop count: not in the CDF.
+        tfrc_record("tfrc", 1, [tfrc_flow(hops=4)], rts_hist=hist(0, 100)),
+    ]
+    tables.rts_cdf(records, 7)
+    rows = {row["mode"]: row for row in markdown_rows(capsys.readouterr().out)}
+    # 8/12, 10/12, 11/12 and 11/12 from then on.
+    assert rows["tfrc"]["frames"] == "12"
+    assert cdf_shares(rows["tfrc"]) == ["0.667", "0.833"] + ["0.917"] * 5
+    assert rows["re-tfrc"]["frames"] == "10"
+    assert cdf_shares(rows["re-tfrc"]) == ["0.900"] + ["1.000"] * 6
+    with pytest.raises(SystemExit, match="no run with 5 hops"):
+        tables.rts_cdf(records, 5)
+
+
+def test_constrained_rate_has_a_row_per_cap_over_the_seeds(capsys):
+    def run(seed, cap_kbps, offered_kbps, drops):
+        flow = tfrc_flow(hops=7, goodput=0.9 * offered_kbps * 1e3, rtt=100.0 * seed, p=0.01,
+                         sending_rate_bps=offered_kbps * 1e3, allowed_rate_bps=2 * offered_kbps * 1e3)
+        return tfrc_record("tfrc", seed, [flow], n=8, mac_drops=drops, rate_cap_bps=cap_kbps * 1e3)
+
+    # Caps out of order; two seeds at 100 kbit/s: offered 99 and 101 (median 100), drops 1 % and 3 %.
+    tables.constrained_rate([run(1, 200, 190, 0.05), run(1, 100, 99, 0.01), run(2, 100, 101, 0.03)])
+    rows = markdown_rows(capsys.readouterr().out)
+    assert [(row["cap kbit/s"], row["runs"]) for row in rows] == [("100", "2"), ("200", "1")]
+    low, high = rows
+    assert low["offered kbit/s"] == "99/100/101"
+    assert low["X kbit/s"] == "198/200/202"
+    assert low["MAC drops %"] == "1.00/2.00/3.00"
+    assert low["RTT ms"] == "100/150/200"
+    assert high["throughput kbit/s"] == "171"
+    assert high["MAC drops %"] == "5.00"
