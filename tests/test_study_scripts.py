@@ -184,8 +184,10 @@ def test_goodput_series_bins_the_data_connections_bytes_per_second(tmp_path):
     assert seconds == [0.0, 1.0, 2.0, 3.0, 4.0]
     # bytes · 8 / 1000 per second.
     assert kbps == pytest.approx([8.0, 16.0, 40.0, 0.0, 8.0])
-    # No samples (the flow never ran): nothing to plot.
+    # No samples (the flow never ran), or one (it never opened): nothing to plot.
     assert analyse.goodput_series(tmp_path, {"run_id": "r"}, "c2") == ([], [])
+    write_jsonl(tmp_path / "runs" / "r" / "c3.tcpinfo.jsonl", [tcpinfo(0.2, 40004, 0)])
+    assert analyse.goodput_series(tmp_path, {"run_id": "r"}, "c3") == ([], [])
 
 
 # --- experiments/copas/counters.py ----------------------------------------------------------------

@@ -127,6 +127,8 @@ def goodput_series(results: Path, record: dict[str, Any], flow: str) -> tuple[li
         return [], []
     # iperf3's control connection is sampled too: the data connection is the one that carried the bytes.
     samples = max(by_socket.values(), key=lambda s: s[-1]["bytes_acked"])
+    if len(samples) < 2:  # a connection that never opened: one sample, no interval
+        return [], []
     t0 = samples[0]["time_ns"]
     bins: dict[int, int] = defaultdict(int)
     for before, after in zip(samples, samples[1:]):
