@@ -20,7 +20,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::config::Config;
 use crate::packet::{Hop, Message, Probe, Rerr, Role, Route, RouteAck, Rreq, BROKEN, MAX_PATH};
-use crate::select::{select_pair, select_replacement, Candidate, Selection};
+use crate::select::{select_pair, select_partner, select_replacement, Candidate, Selection};
 
 /// How long an (originator, RREQ id) is remembered against duplicates.
 const SEEN_RREQ_TIME: Duration = Duration::from_secs(10);
@@ -84,6 +84,29 @@ struct Collection {
     deadline: Duration,
 }
 
+/// The rule a choice followed, to choose again by it.
+#[derive(Clone, Debug)]
+enum Rule {
+    /// A discovery: `select_pair`; for one role with the other's path kept, `select_partner`.
+    Discovery,
+    /// A reroute of one path: `select_replacement` with these arguments.
+    Replacement { avoid: Vec<Ipv4Addr>, max_hops: usize, below: Option<u32> },
+}
+
+/// The RREQ copies of a choice this node made, kept while its ROUTEs wait
+/// for their acks: when one dies at this node's first hop, it chooses again
+/// from them without that neighbour (README, "ROUTE delivery").
+#[derive(Clone, Debug)]
+struct Choice {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    rule: Rule,
+    candidates: Vec<Candidate>,
+    /// The choice number its latest ROUTEs carry (0: the first choice).
+    number: u8,
+    expires: Duration,
+}
+
 /// A ROUTE sent to a neighbour that has not acknowledged it yet.
 #[derive(Clone, Debug)]
 struct PendingRoute {
@@ -104,6 +127,8 @@ pub struct Copas {
     discoveries: BTreeMap<Ipv4Addr, Discovery>,
     /// (originator, RREQ id) -> copies gathered.
     collections: BTreeMap<(Ipv4Addr, u32), Collection>,
+    /// (originator, RREQ id) -> the copies of a choice made, while its ROUTEs are unacknowledged.
+    choices: BTreeMap<(Ipv4Addr, u32), Choice>,
     seen_rreqs: BTreeMap<(Ipv4Addr, u32), Duration>,
     /// (next hop, ROUTE) -> sent, awaiting its ack.
     pending_routes: BTreeMap<(Ipv4Addr, RouteAck), PendingRoute>,
@@ -156,6 +181,7 @@ impl Copas {
             pairs: BTreeMap::new(),
             discoveries: BTreeMap::new(),
             collections: BTreeMap::new(),
+            choices: BTreeMap::new(),
             seen_rreqs: BTreeMap::new(),
             pending_routes: BTreeMap::new(),
             seen_routes: BTreeMap::new(),
@@ -343,34 +369,9 @@ impl Copas {
         let pair_key = (collection.src, collection.dst);
         if collection.role == Role::Both {
             let Some(selection) = select_pair(&collection.candidates, usize::from(self.config.length_slack)) else { return };
-            let (forward, reverse) = match selection {
-                Selection::Disjoint { forward, reverse } => {
-                    self.bump("disjoint_selections");
-                    (forward, reverse)
-                }
-                Selection::Single(path) => {
-                    self.bump("single_route_selections");
-                    (path.clone(), path)
-                }
-            };
-            let pair = Pair {
-                forward: forward.path.clone(),
-                reverse: reverse.path.clone(),
-                switched: false,
-                last_used: now,
-                next_probe: now + self.config.probe_interval(),
-                incoming_contention: None,
-                hold_forward: now,
-                hold_reverse: now,
-            };
-            self.pairs.insert(pair_key, pair);
-            self.point_outgoing(now, pair_key, out);
-            if forward.path == reverse.path {
-                self.announce(now, pair_key, Role::Both, &forward, id, "discovery", out);
-            } else {
-                self.announce(now, pair_key, Role::Forward, &forward, id, "discovery", out);
-                self.announce(now, pair_key, Role::Reverse, &reverse, id, "discovery", out);
-            }
+            self.bump(if matches!(selection, Selection::Disjoint { .. }) { "disjoint_selections" } else { "single_route_selections" });
+            self.choose_pair(now, pair_key, selection, id, 0, "discovery", out);
+            self.keep_choice(now, key, pair_key, Rule::Discovery, collection.candidates);
             return;
         }
         // A reroute of one path: this end chooses, the originator asked.
@@ -388,14 +389,8 @@ impl Copas {
             Some(choice) => {
                 self.bump("reroutes");
                 let cause = if below.is_some() { "contention" } else { "rerr" };
-                let pair = self.pairs.get_mut(&pair_key).expect("looked up above");
-                if role == Role::Forward { pair.forward = choice.path.clone() } else { pair.reverse = choice.path.clone() }
-                let sends_on_it = (role == Role::Forward) == (self.me == pair_key.0);
-                if sends_on_it {
-                    pair.switched = false;
-                }
-                self.announce(now, pair_key, role, &choice, id, cause, out);
-                self.point_outgoing(now, pair_key, out);
+                self.replace_path(now, pair_key, role, &choice, id, 0, cause, out);
+                self.keep_choice(now, key, pair_key, Rule::Replacement { avoid, max_hops, below }, collection.candidates);
             }
             None => {
                 self.bump("reroutes_declined");
@@ -406,9 +401,56 @@ impl Copas {
         }
     }
 
+    /// A discovery's choice: the pair's two paths (or one both ways), and their ROUTEs.
+    #[allow(clippy::too_many_arguments)]
+    fn choose_pair(&mut self, now: Duration, key: (Ipv4Addr, Ipv4Addr), selection: Selection, id: u32, number: u8, cause: &'static str, out: &mut Vec<Output>) {
+        let (forward, reverse) = match selection {
+            Selection::Disjoint { forward, reverse } => (forward, reverse),
+            Selection::Single(path) => (path.clone(), path),
+        };
+        let pair = Pair {
+            forward: forward.path.clone(),
+            reverse: reverse.path.clone(),
+            switched: false,
+            last_used: now,
+            next_probe: now + self.config.probe_interval(),
+            incoming_contention: None,
+            hold_forward: now,
+            hold_reverse: now,
+        };
+        self.pairs.insert(key, pair);
+        self.point_outgoing(now, key, out);
+        if forward.path == reverse.path {
+            self.announce(now, key, Role::Both, &forward, id, number, cause, out);
+        } else {
+            self.announce(now, key, Role::Forward, &forward, id, number, cause, out);
+            self.announce(now, key, Role::Reverse, &reverse, id, number, cause, out);
+        }
+    }
+
+    /// One path of the pair moves to `choice`; its ROUTE goes ahead of this end's traffic.
+    #[allow(clippy::too_many_arguments)]
+    fn replace_path(&mut self, now: Duration, key: (Ipv4Addr, Ipv4Addr), role: Role, choice: &Candidate, id: u32, number: u8, cause: &'static str, out: &mut Vec<Output>) {
+        let Some(pair) = self.pairs.get_mut(&key) else { return };
+        if role == Role::Forward { pair.forward = choice.path.clone() } else { pair.reverse = choice.path.clone() }
+        let sends_on_it = (role == Role::Forward) == (self.me == key.0);
+        if sends_on_it {
+            pair.switched = false;
+        }
+        self.announce(now, key, role, choice, id, number, cause, out);
+        self.point_outgoing(now, key, out);
+    }
+
+    /// Keeps a choice's candidates until its ROUTEs are acknowledged (or route_ack_window passes).
+    fn keep_choice(&mut self, now: Duration, key: (Ipv4Addr, u32), pair: (Ipv4Addr, Ipv4Addr), rule: Rule, candidates: Vec<Candidate>) {
+        let (src, dst) = pair;
+        let expires = now + self.config.route_ack_window();
+        self.choices.insert(key, Choice { src, dst, rule, candidates, number: 0, expires });
+    }
+
     /// Sends the ROUTE of a chosen path toward the pair's other end.
     #[allow(clippy::too_many_arguments)]
-    fn announce(&mut self, now: Duration, key: (Ipv4Addr, Ipv4Addr), role: Role, choice: &Candidate, id: u32, cause: &'static str, out: &mut Vec<Output>) {
+    fn announce(&mut self, now: Duration, key: (Ipv4Addr, Ipv4Addr), role: Role, choice: &Candidate, id: u32, number: u8, cause: &'static str, out: &mut Vec<Output>) {
         let (src, dst) = key;
         out.push(Output::Event(Event::PathSelected {
             src,
@@ -421,7 +463,7 @@ impl Copas {
         let toward_dst = self.me == src;
         let path = &choice.path;
         let next = if toward_dst { path[1] } else { path[path.len() - 2] };
-        let route = Route { role, toward_dst, id, contention: choice.contention, path: path.clone() };
+        let route = Route { role, toward_dst, id, contention: choice.contention, choice: number, path: path.clone() };
         self.send_route(now, next, route, out);
     }
 
@@ -437,7 +479,8 @@ impl Copas {
     }
 
     /// The next hop did not acknowledge a ROUTE in time: again, with a doubled
-    /// wait, or after the last retry, given up where a study can see it.
+    /// wait, or after the last retry, given up where a study can see it (and,
+    /// if this node chose the path, chosen again without that neighbour).
     fn route_ack_due(&mut self, now: Duration, key: (Ipv4Addr, RouteAck), out: &mut Vec<Output>) {
         let next = key.0;
         let Some(pending) = self.pending_routes.get_mut(&key) else { return };
@@ -452,14 +495,68 @@ impl Copas {
         let PendingRoute { route, transmissions, .. } = self.pending_routes.remove(&key).expect("looked up above");
         self.bump("routes_abandoned");
         let (src, dst) = (route.path[0], route.path[route.path.len() - 1]);
-        out.push(Output::Event(Event::RouteAbandoned { src, dst, role: route.role.name(), next_hop: next, path: route.path, transmissions }));
+        out.push(Output::Event(Event::RouteAbandoned { src, dst, role: route.role.name(), next_hop: next, path: route.path.clone(), transmissions }));
+        self.choose_again(now, next, &route, out);
+    }
+
+    /// This node's own ROUTE died at its first hop `next`: a new choice from
+    /// the same RREQ copies, by the same rule, among those not through `next`.
+    /// The choice is dropped when none qualifies, or when a newer choice
+    /// replaced that path meanwhile (the pair no longer uses it).
+    fn choose_again(&mut self, now: Duration, next: Ipv4Addr, route: &Route, out: &mut Vec<Output>) {
+        let (src, dst) = (route.path[0], route.path[route.path.len() - 1]);
+        let (chooser, originator) = if route.toward_dst { (src, dst) } else { (dst, src) };
+        let key = (originator, route.id);
+        if chooser != self.me {
+            return; // a relay's ROUTE
+        }
+        let Some(mut choice) = self.choices.remove(&key) else { return };
+        let Some(pair) = self.pairs.get(&(src, dst)) else { return };
+        let in_use = match route.role {
+            Role::Both => pair.forward == route.path && pair.reverse == route.path,
+            role => *pair.path(role) == route.path,
+        };
+        let Some(number) = choice.number.checked_add(1) else { return };
+        if !in_use {
+            return;
+        }
+        choice.candidates.retain(|c| !c.path.contains(&next));
+        let slack = usize::from(self.config.length_slack);
+        match (&choice.rule, route.role) {
+            (Rule::Discovery, Role::Both) => {
+                let Some(selection) = select_pair(&choice.candidates, slack) else { return };
+                self.choose_pair(now, (src, dst), selection, route.id, number, "unacked", out);
+            }
+            (rule, role) => {
+                let new = match rule {
+                    Rule::Discovery => {
+                        let kept = if role == Role::Forward { &pair.reverse } else { &pair.forward };
+                        select_partner(&choice.candidates, kept, slack)
+                    }
+                    Rule::Replacement { avoid, max_hops, below } => select_replacement(&choice.candidates, avoid, *max_hops, *below),
+                };
+                let Some(new) = new else { return };
+                self.replace_path(now, (src, dst), role, &new, route.id, number, "unacked", out);
+            }
+        }
+        self.bump("route_rechoices");
+        choice.number = number;
+        choice.expires = now + self.config.route_ack_window();
+        self.choices.insert(key, choice);
     }
 
     fn receive_route_ack(&mut self, from: Ipv4Addr, ack: RouteAck) {
-        if self.pending_routes.remove(&(from, ack)).is_some() {
-            self.bump("routes_acked");
-        } else {
+        if self.pending_routes.remove(&(from, ack)).is_none() {
             self.counters.ignored += 1; // the ack of a copy already acknowledged, or of an abandoned ROUTE
+            return;
+        }
+        self.bump("routes_acked");
+        // The choice's candidates are no longer needed once none of its ROUTEs waits for an ack here.
+        let originator = if ack.toward_dst { ack.dst } else { ack.src };
+        let waiting = self.pending_routes.keys().any(|(_, p)| (p.src, p.dst, p.id, p.toward_dst) == (ack.src, ack.dst, ack.id, ack.toward_dst));
+        let mine = self.choices.get(&(originator, ack.id)).is_some_and(|c| (c.src, c.dst) == (ack.src, ack.dst));
+        if mine && !waiting {
+            self.choices.remove(&(originator, ack.id));
         }
     }
 
@@ -759,6 +856,7 @@ impl Copas {
         }
         self.seen_rreqs.retain(|_, until| *until > now);
         self.seen_routes.retain(|_, until| *until > now);
+        self.choices.retain(|_, c| c.expires > now);
         self.rerr_hold.retain(|_, until| *until > now);
         self.heard.retain(|_, at| now.saturating_sub(*at) < NEIGHBOR_ALIVE);
     }

@@ -82,15 +82,18 @@ pub struct Route {
     pub id: u32,
     /// The relays' contention sum when the path was chosen.
     pub contention: u32,
+    /// Which choice from the RREQ's copies this is: 0 the first, 1 and on
+    /// after the chooser's earlier ROUTE died at its first hop (a re-choice).
+    pub choice: u8,
     pub path: Vec<Ipv4Addr>,
 }
 
 impl Route {
     /// What names this ROUTE in its acknowledgement: one RREQ (`id`, of the
-    /// end that asked) gives at most one ROUTE per role and direction.
+    /// end that asked) gives at most one ROUTE per role, direction and choice.
     pub fn ack(&self) -> RouteAck {
         let (src, dst) = (self.path[0], self.path[self.path.len() - 1]);
-        RouteAck { role: self.role, toward_dst: self.toward_dst, id: self.id, src, dst }
+        RouteAck { role: self.role, toward_dst: self.toward_dst, id: self.id, choice: self.choice, src, dst }
     }
 }
 
@@ -101,6 +104,7 @@ pub struct RouteAck {
     pub role: Role,
     pub toward_dst: bool,
     pub id: u32,
+    pub choice: u8,
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
 }
@@ -216,7 +220,7 @@ fn no_loops(kind: &'static str, addrs: impl Iterator<Item = Ipv4Addr>) -> Result
 }
 
 const RREQ_HEADER: usize = 20;
-const ROUTE_HEADER: usize = 12;
+const ROUTE_HEADER: usize = 13;
 const PROBE_HEADER: usize = 12;
 const RERR_HEADER: usize = 4;
 const ROUTE_ACK_BYTES: usize = 16;
@@ -255,10 +259,10 @@ impl Message {
                 let (mut r, count) = layout("route", bytes, ROUTE_HEADER, 4, 2)?;
                 let role = Role::decode(bytes[1])?;
                 let toward_dst = direction("route", bytes[3])?;
-                let (id, contention) = (r.u32(), r.u32());
+                let (id, contention, choice) = (r.u32(), r.u32(), r.u8());
                 let path: Vec<Ipv4Addr> = (0..count).map(|_| r.addr()).collect();
                 no_loops("route", path.iter().copied())?;
-                Ok(Message::Route(Route { role, toward_dst, id, contention, path }))
+                Ok(Message::Route(Route { role, toward_dst, id, contention, choice, path }))
             }
             PROBE => {
                 let (mut r, count) = layout("probe", bytes, PROBE_HEADER, HOP_BYTES, 1)?;
@@ -286,13 +290,14 @@ impl Message {
                     return Err(PacketError::Length { kind: "route_ack", len: bytes.len(), expected: ROUTE_ACK_BYTES });
                 }
                 let role = Role::decode(bytes[1])?;
+                let choice = bytes[2];
                 let toward_dst = direction("route_ack", bytes[3])?;
                 let mut r = Reader { bytes, at: 4 };
                 let (id, src, dst) = (r.u32(), r.addr(), r.addr());
                 if src == dst {
                     return Err(PacketError::Invalid { kind: "route_ack", problem: "src and dst are the same node" });
                 }
-                Ok(Message::RouteAck(RouteAck { role, toward_dst, id, src, dst }))
+                Ok(Message::RouteAck(RouteAck { role, toward_dst, id, choice, src, dst }))
             }
             other => Err(PacketError::Type(other)),
         }
@@ -326,6 +331,7 @@ impl Message {
                 bytes.extend_from_slice(&[ROUTE, m.role as u8, m.path.len() as u8, m.toward_dst as u8]);
                 bytes.extend_from_slice(&m.id.to_be_bytes());
                 bytes.extend_from_slice(&m.contention.to_be_bytes());
+                bytes.push(m.choice);
                 addrs(&mut bytes, &m.path);
             }
             Message::Probe(m) => {
@@ -339,7 +345,7 @@ impl Message {
                 addrs(&mut bytes, &m.path);
             }
             Message::RouteAck(m) => {
-                bytes.extend_from_slice(&[ROUTE_ACK, m.role as u8, 0, m.toward_dst as u8]);
+                bytes.extend_from_slice(&[ROUTE_ACK, m.role as u8, m.choice, m.toward_dst as u8]);
                 bytes.extend_from_slice(&m.id.to_be_bytes());
                 addrs(&mut bytes, &[m.src, m.dst]);
             }
@@ -378,16 +384,16 @@ mod tests {
     fn bad_packets_are_errors_that_say_why() {
         assert_eq!(Message::decode(&[]), Err(PacketError::Empty));
         assert_eq!(Message::decode(&[1, 0, 0, 0]), Err(PacketError::Type(1)), "an AODV RREQ is not ours");
-        let route = Message::Route(Route { role: Role::Forward, toward_dst: false, id: 1, contention: 3, path: vec![a(1), a(2), a(3)] });
+        let route = Message::Route(Route { role: Role::Forward, toward_dst: false, id: 1, contention: 3, choice: 0, path: vec![a(1), a(2), a(3)] });
         let mut bytes = route.encode();
         bytes.pop();
         assert!(matches!(Message::decode(&bytes), Err(PacketError::Length { kind: "route", .. })));
         let mut looped = route.encode();
-        looped[16..20].copy_from_slice(&[10, 0, 0, 1]);
+        looped[17..21].copy_from_slice(&[10, 0, 0, 1]);
         assert_eq!(Message::decode(&looped), Err(PacketError::Loop { kind: "route", addr: a(1) }));
         let mut one_node = route.encode();
         one_node[2] = 1;
-        one_node.truncate(16);
+        one_node.truncate(17);
         assert!(matches!(Message::decode(&one_node), Err(PacketError::Count { .. })));
         let mut role = route.encode();
         role[1] = 9;
@@ -397,17 +403,26 @@ mod tests {
     }
 
     #[test]
+    fn route_layout_is_the_documented_one() {
+        let route = Message::Route(Route { role: Role::Reverse, toward_dst: true, id: 7, contention: 0x0102, choice: 2, path: vec![a(1), a(5), a(9)] });
+        let bytes = route.encode();
+        assert_eq!(bytes.len(), 13 + 3 * 4);
+        assert_eq!(&bytes[..17], &[65, 2, 3, 1, 0, 0, 0, 7, 0, 0, 1, 2, 2, 10, 0, 0, 1]);
+        assert_eq!(Message::decode(&bytes).unwrap(), route);
+    }
+
+    #[test]
     fn route_ack_layout_names_the_route_it_acknowledges() {
-        let route = Route { role: Role::Reverse, toward_dst: false, id: 0x0102_0304, contention: 3, path: vec![a(1), a(5), a(9)] };
+        let route = Route { role: Role::Reverse, toward_dst: false, id: 0x0102_0304, contention: 3, choice: 1, path: vec![a(1), a(5), a(9)] };
         let ack = Message::RouteAck(route.ack());
         let bytes = ack.encode();
-        assert_eq!(bytes, [68, 2, 0, 0, 1, 2, 3, 4, 10, 0, 0, 1, 10, 0, 0, 9]);
+        assert_eq!(bytes, [68, 2, 1, 0, 1, 2, 3, 4, 10, 0, 0, 1, 10, 0, 0, 9]);
         assert_eq!(Message::decode(&bytes).unwrap(), ack);
     }
 
     #[test]
     fn bad_route_acks_are_errors() {
-        let bytes = Message::RouteAck(RouteAck { role: Role::Both, toward_dst: true, id: 1, src: a(1), dst: a(2) }).encode();
+        let bytes = Message::RouteAck(RouteAck { role: Role::Both, toward_dst: true, id: 1, choice: 0, src: a(1), dst: a(2) }).encode();
         for len in 1..bytes.len() {
             assert!(matches!(Message::decode(&bytes[..len]), Err(PacketError::Length { kind: "route_ack", .. })), "{len} bytes");
         }
@@ -439,7 +454,7 @@ mod tests {
         fn messages_round_trip(
             hops in proptest::collection::vec(hop(), 1..MAX_PATH),
             path in proptest::collection::vec(any::<u32>().prop_map(Ipv4Addr::from), 2..MAX_PATH),
-            id in any::<u32>(), contention in any::<u32>(), toward_dst in any::<bool>(), dst in any::<u32>(),
+            id in any::<u32>(), contention in any::<u32>(), toward_dst in any::<bool>(), dst in any::<u32>(), choice in any::<u8>(),
         ) {
             let hops = distinct(hops, |h| h.addr);
             let path = distinct(path, |a| *a);
@@ -452,11 +467,11 @@ mod tests {
                 messages.push(Message::Rreq(Rreq { role: Role::Forward, id, src, dst, replaced_contention: contention, hops: hops.clone() }));
             }
             if path.len() >= 2 {
-                messages.push(Message::Route(Route { role: Role::Both, toward_dst, id, contention, path: path.clone() }));
+                messages.push(Message::Route(Route { role: Role::Both, toward_dst, id, contention, choice, path: path.clone() }));
                 messages.push(Message::Rerr(Rerr { role: Role::Forward, path: path.clone() }));
             }
             if dst != src {
-                messages.push(Message::RouteAck(RouteAck { role: Role::Forward, toward_dst, id, src, dst }));
+                messages.push(Message::RouteAck(RouteAck { role: Role::Forward, toward_dst, id, choice, src, dst }));
             }
             for message in messages {
                 prop_assert_eq!(Message::decode(&message.encode()), Ok(message));

@@ -81,6 +81,23 @@ pub fn select_pair(candidates: &[Candidate], length_slack: usize) -> Option<Sele
     })
 }
 
+/// A new path for one role of a discovery whose other role's path stays
+/// (`kept`): select_pair's rules with one member fixed. Of the candidates
+/// at most `length_slack` hops longer than the shortest, the least
+/// contended with no relay in common with `kept`; without one, the least
+/// contended of them (the two directions then share relays, as a single
+/// path would).
+pub fn select_partner(candidates: &[Candidate], kept: &[Ipv4Addr], length_slack: usize) -> Option<Candidate> {
+    let shortest = candidates.iter().map(Candidate::hops).min()?;
+    let similar = || candidates.iter().filter(move |c| c.hops() <= shortest + length_slack);
+    let kept_relays = &kept[1..kept.len() - 1];
+    similar()
+        .filter(|c| c.disjoint_from(kept_relays))
+        .min_by_key(|c| c.rank())
+        .or_else(|| similar().min_by_key(|c| c.rank()))
+        .cloned()
+}
+
 /// A replacement for a path that became too contended: disjoint from the
 /// pair's other path (`avoid`: its relays), at most `max_hops` long and
 /// less contended than `below`; the least contended such. For a broken
@@ -172,6 +189,18 @@ mod tests {
         let direct = candidate(&[], 0, 1);
         let around = candidate(&[10], 0, 0);
         assert_eq!(select_pair(&[around, direct.clone()], 1).unwrap(), Selection::Single(direct));
+    }
+
+    #[test]
+    fn a_partner_is_disjoint_from_the_kept_path_and_similarly_long() {
+        let kept = candidate(&[10, 11], 900, 0);
+        let shares = candidate(&[11, 20], 100, 1);
+        let detour = candidate(&[30, 31, 32, 33], 0, 2);
+        let disjoint = candidate(&[40, 41], 500, 3);
+        let all = [shares.clone(), detour, disjoint.clone()];
+        assert_eq!(select_partner(&all, &kept.path, 1), Some(disjoint));
+        assert_eq!(select_partner(std::slice::from_ref(&shares), &kept.path, 1), Some(shares), "none disjoint: the best of all");
+        assert_eq!(select_partner(&[], &kept.path, 1), None);
     }
 
     #[test]

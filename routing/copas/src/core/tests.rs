@@ -442,7 +442,7 @@ fn a_newer_route_for_the_same_path_replaces_an_unacknowledged_older_one() {
     // later a newer forward ROUTE of the same pair goes over 4 instead.
     let mut relay = Copas::new(Config::default(), addr(7), 7, Duration::ZERO);
     let mut out = Vec::new();
-    let route = |id, via| Route { role: Role::Forward, toward_dst: false, id, contention: 0, path: vec![addr(S), addr(via), addr(7), addr(D)] };
+    let route = |id, via| Route { role: Role::Forward, toward_dst: false, id, contention: 0, choice: 0, path: vec![addr(S), addr(via), addr(7), addr(D)] };
     let old = Message::Route(route(1, 6)).encode();
     let new = Message::Route(route(2, 4)).encode();
     relay.handle(ms(1000), Input::Control { from: addr(D), ttl: 1, payload: &old }, &mut out);
@@ -455,4 +455,88 @@ fn a_newer_route_for_the_same_path_replaces_an_unacknowledged_older_one() {
         out.iter().filter_map(|o| if let Output::Send { to, payload, .. } = o { Some((*to, payload.clone())) } else { None }).collect();
     assert_eq!(resent, vec![(addr(4), new)], "only the newer ROUTE is sent again, 200 ms after it");
     assert_eq!(relay.counters().protocol.get("routes_abandoned"), None);
+}
+
+// --- a new choice when the chooser's own ROUTE dies at its first hop ------------------------
+
+fn path(nodes: &[usize]) -> Vec<Ipv4Addr> {
+    nodes.iter().map(|&n| addr(n)).collect()
+}
+
+fn unacked_selections(net: &Net, node: usize) -> Vec<(&'static str, Vec<Ipv4Addr>)> {
+    net.events(node)
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            Event::PathSelected { role, path, cause: "unacked", .. } => Some((role, path)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_route_never_acknowledged_by_the_first_hop_is_chosen_again_without_that_neighbour() {
+    // D's forward ROUTE over k (D-7-6-S) never reaches 7; S asks only once in this time.
+    let config = Config { discovery_timeout_ms: 10_000, ..Config::default() };
+    let mut net = fig2_with_losses(config, &[((D, 7, ROUTE), u32::MAX)]);
+    net.run_until(ms(12_000));
+    assert_eq!(net.sent(D, 7, ROUTE).len(), 4, "abandoned after the retries, as before");
+    assert_eq!(net.counter(D, "routes_abandoned"), 1);
+    assert_eq!(net.counter(D, "route_rechoices"), 1);
+    // Of i and j (k goes through 7), j is the one disjoint from the ACKs' i, which stays.
+    assert_eq!(unacked_selections(&net, D), vec![("forward", path(&[S, 4, 5, D]))]);
+    assert_eq!(net.sent(D, 5, ROUTE).len(), 1, "the new ROUTE went once: acknowledged");
+    assert_eq!(net.walk(S, D), vec![S, 4, 5, D], "data over j");
+    assert_eq!(net.walk(D, S), vec![D, 3, 2, S], "ACKs still over i");
+    let paths = (path(&[S, 4, 5, D]), path(&[D, 3, 2, S]).into_iter().rev().collect::<Vec<_>>());
+    for end in [S, D] {
+        let (forward, reverse) = net.nodes[end].paths(addr(S), addr(D)).unwrap();
+        assert_eq!((forward.to_vec(), reverse.to_vec()), paths.clone(), "node {end}'s pair");
+    }
+    assert_eq!(net.nodes[S].counters().discoveries_succeeded, 1);
+    assert_eq!(net.nodes[S].counters().discoveries_failed, 0);
+}
+
+#[test]
+fn a_new_choice_reaches_an_end_that_took_the_first_one_already() {
+    // 3 gets D's reverse ROUTE and passes it on, but its acks never reach D:
+    // D gives up on it and chooses again; S, which took the first, takes the new one too.
+    let config = Config { discovery_timeout_ms: 10_000, ..Config::default() };
+    let mut net = fig2_with_losses(config, &[((3, D, ROUTE_ACK), u32::MAX)]);
+    assert_eq!(net.walk(D, S), vec![D, 3, 2, S], "the first choice arrived");
+    net.run_until(ms(12_000));
+    assert_eq!(unacked_selections(&net, D), vec![("reverse", path(&[S, 4, 5, D]))]);
+    assert_eq!(net.walk(D, S), vec![D, 5, 4, S]);
+    assert_eq!(net.nodes[S].paths(addr(S), addr(D)), net.nodes[D].paths(addr(S), addr(D)), "both ends agree");
+    assert_eq!(net.counter(S, "route_duplicates"), 0, "the new choice is no copy of the first");
+}
+
+#[test]
+fn without_a_candidate_avoiding_the_silent_neighbour_the_route_is_only_abandoned() {
+    // Every path to D ends through 4: S-2-4-D and S-3-4-D.
+    let config = Config { discovery_timeout_ms: 10_000, ..Config::default() };
+    let mut net = Net::with_config(5, &[(S, 2), (S, 3), (2, 4), (3, 4), (4, D)], config);
+    net.losses.insert((D, 4, ROUTE), u32::MAX);
+    net.send_data(S, D);
+    net.run_until(ms(8000));
+    assert_eq!(net.sent(D, 4, ROUTE).len(), 4);
+    assert_eq!((net.counter(D, "routes_abandoned"), net.counter(D, "route_rechoices")), (1, 0));
+    assert!(net.events(D).iter().any(|(_, e)| matches!(e, Event::RouteAbandoned { .. })));
+    assert!(unacked_selections(&net, D).is_empty());
+    assert!(net.nodes[D].choices.is_empty(), "nothing left to choose from: forgotten");
+}
+
+#[test]
+fn the_candidates_are_forgotten_once_the_routes_are_acknowledged() {
+    let mut net = Net::new(8, &THREE_ROUTES);
+    net.run_until(ms(1000));
+    net.send_data(S, D);
+    // Up to D's choice: its candidates are kept while the ROUTEs are on their way.
+    while !net.events(D).iter().any(|(_, e)| matches!(e, Event::PathSelected { .. })) {
+        net.run_until(net.now + ms(1));
+    }
+    assert_eq!(net.nodes[D].choices.len(), 1);
+    // Both ROUTEs acknowledged (one hop and back: 2 ms): forgotten, long before route_ack_window.
+    net.run_until(net.now + ms(5));
+    assert_eq!(net.counter(D, "routes_acked"), 2);
+    assert!(net.nodes[D].choices.is_empty());
 }
