@@ -56,6 +56,20 @@ struct Pair {
 }
 
 impl Pair {
+    /// A pair just chosen or announced: used now, first probe one interval on.
+    fn new(forward: Vec<Ipv4Addr>, reverse: Vec<Ipv4Addr>, now: Duration, probe_interval: Duration) -> Self {
+        Pair {
+            forward,
+            reverse,
+            switched: false,
+            last_used: now,
+            next_probe: now + probe_interval,
+            incoming_contention: None,
+            hold_forward: now,
+            hold_reverse: now,
+        }
+    }
+
     fn path(&self, role: Role) -> &Vec<Ipv4Addr> {
         if role == Role::Reverse { &self.reverse } else { &self.forward }
     }
@@ -408,16 +422,7 @@ impl Copas {
             Selection::Disjoint { forward, reverse } => (forward, reverse),
             Selection::Single(path) => (path.clone(), path),
         };
-        let pair = Pair {
-            forward: forward.path.clone(),
-            reverse: reverse.path.clone(),
-            switched: false,
-            last_used: now,
-            next_probe: now + self.config.probe_interval(),
-            incoming_contention: None,
-            hold_forward: now,
-            hold_reverse: now,
-        };
+        let pair = Pair::new(forward.path.clone(), reverse.path.clone(), now, self.config.probe_interval());
         self.pairs.insert(key, pair);
         self.point_outgoing(now, key, out);
         if forward.path == reverse.path {
@@ -590,16 +595,8 @@ impl Copas {
             return;
         }
         let key = (src, dst);
-        let pair = self.pairs.entry(key).or_insert_with(|| Pair {
-            forward: path.clone(),
-            reverse: path.clone(),
-            switched: false,
-            last_used: now,
-            next_probe: now + self.config.probe_interval(),
-            incoming_contention: None,
-            hold_forward: now,
-            hold_reverse: now,
-        });
+        let probe_interval = self.config.probe_interval();
+        let pair = self.pairs.entry(key).or_insert_with(|| Pair::new(path.clone(), path.clone(), now, probe_interval));
         match route.role {
             Role::Both => {
                 pair.forward = path.clone();
