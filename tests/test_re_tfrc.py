@@ -5,6 +5,7 @@ throughput."""
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import sys
 
@@ -137,29 +138,30 @@ def test_re_tfrc_settings_reach_the_tool_and_plain_tfrc_leaves_them_out(write):
 
 @pytest.mark.root
 def test_re_tfrc_keeps_the_rtt_below_tfrc_on_a_short_chain(tmp_path):
-    """hops.yaml's 4-hop runs, seeds 1 and 2: a TFRC and an RE-TFRC flow of
-    45 s each per seed (about 3.5 min in all), compared over both seeds.
+    """hops.yaml's 4-hop runs, its three seeds: a TFRC and an RE-TFRC flow of
+    45 s each per seed (about 6 min in all), compared over the three seeds.
     Measured 2026-11-25 in six pairs (seeds 1-6; experiments/re-tfrc/README.md,
-    "The CI test"): RE-TFRC's mean RTT 0.61-0.77 of TFRC's, its throughput
-    0.966-0.996 of TFRC's; over seeds 1+2 and 4+5, RTT 0.73 and 0.72,
-    throughput 0.98 and 0.97. The issue's bound: throughput at most 5 %
-    lower, with a clearly shorter RTT."""
+    "The CI test"): RE-TFRC's mean RTT 0.71-0.85 of TFRC's, its throughput
+    0.962-0.994 of TFRC's; over seeds 1-3 and 4-6, RTT 0.72 and 0.80,
+    throughput 0.963 and 0.984. Two seeds were not enough: with the earlier
+    default (decreases of a quarter) they gave 0.94 once in CI. The issue's
+    bound: throughput at most 5 % lower, with a clearly shorter RTT."""
     out = tmp_path / "results"
     result = subprocess.run(
-        [sys.executable, "-m", "meshemu", "run", str(STUDY / "hops.yaml"), "--only", "n=5", "--only", "seed=1,2",
-         "--jobs", "1", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=REPO)
+        [sys.executable, "-m", "meshemu", "run", str(STUDY / "hops.yaml"), "--only", "n=5",
+         "--jobs", "1", "--out", str(out)], capture_output=True, text=True, timeout=900, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
     records = read_records(out / "runs.jsonl")
-    assert len(records) == 4
+    assert len(records) == 6
     # The runner names a run's lab x + the first 12 characters of its id.
     labs = tuple(f"x{record['run_id'][:12]}-" for record in records)
     assert {ns for ns in namespaces() if ns.startswith(labs)} == set()
     flows = {mode: [record["metrics"]["flows"][0] for record in records
                     if record["config"]["traffic"][0]["options"]["mode"] == mode] for mode in ("tfrc", "re-tfrc")}
-    throughput = {mode: sum(flow["goodput_bps"] for flow in flows[mode]) for mode in flows}
-    rtt = {mode: sum(flow["rtt_ms"]["mean"] for flow in flows[mode]) / 2 for mode in flows}
+    throughput = {mode: statistics.mean(flow["goodput_bps"] for flow in flows[mode]) for mode in flows}
+    rtt = {mode: statistics.mean(flow["rtt_ms"]["mean"] for flow in flows[mode]) for mode in flows}
     lateness = [record["lateness"]["p99_ns"] / 1e6 for record in records]
-    seen = (f"RTT {rtt['tfrc']:.0f} → {rtt['re-tfrc']:.0f} ms, throughput {throughput['tfrc'] / 2e3:.0f} → "
-            f"{throughput['re-tfrc'] / 2e3:.0f} kbit/s (means of two seeds), lateness p99 {lateness} ms")
+    seen = (f"RTT {rtt['tfrc']:.0f} → {rtt['re-tfrc']:.0f} ms, throughput {throughput['tfrc'] / 1e3:.0f} → "
+            f"{throughput['re-tfrc'] / 1e3:.0f} kbit/s (means of three seeds), lateness p99 {lateness} ms")
     assert rtt["re-tfrc"] < 0.85 * rtt["tfrc"], seen
     assert throughput["re-tfrc"] >= 0.95 * throughput["tfrc"], seen

@@ -67,17 +67,17 @@
 //!    default 20 %). Since `R' ≈ X_recv·r_opt/r_cur`, this reads "the RTT is
 //!    more than 25 % above the optimum". Comparing with the sending rate
 //!    instead would treat every lost packet (X_recv < rate) and every RTT
-//!    fluctuation as MAC overload and ratchet the rate down each RTT. At
-//!    4 hops r(4) = 93 ms lies below the RTT at which the chain delivers
-//!    its most (experiments/re-tfrc/README.md): a 10 % tolerance gave up
-//!    3-7 % of TFRC's throughput for an RTT 0.6-0.7 of TFRC's, 20 % gives
-//!    up 0-3 % for 0.6-0.8.
+//!    fluctuation as MAC overload and ratchet the rate down each RTT. On a
+//!    4-hop chain 20, 30 and 40 % cost the same throughput
+//!    (experiments/re-tfrc/README.md): most decreases answer RTT samples
+//!    far above any of them, when the MAC stalls for a few round trips.
 //! 6. A decrease moves the rate towards `R'` by at most
-//!    [`ReConfig::max_cut`] of it (default a quarter). ns-2's
+//!    [`ReConfig::max_cut`] of it (default an eighth). ns-2's
 //!    `decrease_rate` goes to the target at once (`max_cut` 1): measured on
 //!    4- and 7-hop chains (experiments/re-tfrc/README.md) those cuts, to
 //!    0.4-0.6 of X_recv and often twice within one queue episode, left the
-//!    chain idle in the troughs and cost 11-16 % of TFRC's throughput.
+//!    chain idle in the troughs and cost 11-16 % of TFRC's throughput; a
+//!    quarter cost 3-6 % at 4 hops in six pairs, an eighth 1-4 %.
 //! 7. One decrease per round trip: an overload signal carried by a packet
 //!    sent before the last decrease reports the queue that decrease answers,
 //!    so the rate holds ([`ReDecision::Hold`]).
@@ -372,7 +372,7 @@ pub struct ReConfig {
     /// Relative margin by which `R'` must fall below `X_recv` to count as
     /// MAC overload (0 compares them directly).
     pub tolerance: f64,
-    /// The largest fraction of the rate one decrease takes (default 0.25):
+    /// The largest fraction of the rate one decrease takes (default 0.125):
     /// 0.5 is at most a halving (TCP's), 1 goes straight to `R'` (ns-2's
     /// `decrease_rate`).
     pub max_cut: f64,
@@ -381,14 +381,14 @@ pub struct ReConfig {
 impl ReConfig {
     /// The paper's setting for `phy` and `packet_size`: chain model, hop
     /// count from the TTL, 10 s window; ours where the paper leaves it open:
-    /// a 20 % tolerance and decreases of at most a quarter of the rate.
+    /// a 20 % tolerance and decreases of at most an eighth of the rate.
     pub fn new(phy: PhyParams, packet_size: usize) -> Self {
         Self {
             model: MacModel::chain(phy, packet_size),
             hops: HopSource::FromFeedback,
             rtt_window: Duration::from_secs(10),
             tolerance: 0.2,
-            max_cut: 0.25,
+            max_cut: 0.125,
         }
     }
 
