@@ -76,7 +76,7 @@ _AODV_KEYS = {
 }
 
 _COPAS_DURATIONS = {"t_backoff", "t_collect", "probe_interval", "probe_idle", "active_route_timeout",
-                    "discovery_timeout", "broadcast_jitter", "reroute_hold", "route_ack_timeout"}
+                    "discovery_timeout", "broadcast_jitter", "reroute_hold", "route_ack_timeout", "silent_hold"}
 
 
 @dataclass(frozen=True)

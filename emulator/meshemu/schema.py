@@ -473,6 +473,7 @@ class CopasOptions(StrictModel):
     link_layer_feedback: bool | None = None
     route_ack_timeout: PositiveDuration | None = None
     route_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    silent_hold: Duration | None = None
 
 
 class CopasRouting(StrictModel):

@@ -46,6 +46,9 @@ pub struct Config {
     pub route_ack_timeout_ms: u64,
     /// Retransmissions of a ROUTE to one next hop before it is abandoned.
     pub route_retries: u32,
+    /// A neighbour that never acknowledged one of this node's ROUTEs is
+    /// left out of its next choices this long (0: not at all).
+    pub silent_hold_ms: u64,
 }
 
 impl Default for Config {
@@ -72,6 +75,9 @@ impl Default for Config {
             // 200 + 400 + 800 + 1600 ms: the last retransmissions come after
             // Linux's ARP has sent its second and third request (1 s apart).
             route_retries: 3,
+            // An active route's lifetime: a newer discovery of the same pair
+            // (the source asks again every 3 s) falls inside it.
+            silent_hold_ms: 10_000,
         }
     }
 }
@@ -152,6 +158,9 @@ impl Config {
     }
     pub fn reroute_hold(&self) -> Duration {
         ms(self.reroute_hold_ms)
+    }
+    pub fn silent_hold(&self) -> Duration {
+        ms(self.silent_hold_ms)
     }
     /// How long the ack of a ROUTE's transmission `attempt` (0: the first) is awaited.
     pub fn route_ack_wait(&self, attempt: u32) -> Duration {

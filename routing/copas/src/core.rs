@@ -156,6 +156,9 @@ pub struct Copas {
     /// acknowledged by it: on a path that carries one direction only, the
     /// next hop sends nothing back but ACKs.
     heard: BTreeMap<Ipv4Addr, Duration>,
+    /// Neighbours that left a ROUTE of this node unacknowledged -> until
+    /// when this node's choices avoid them.
+    silent: BTreeMap<Ipv4Addr, Duration>,
     contention: Contention,
     rng: ChaCha8Rng,
     counters: Counters,
@@ -202,6 +205,7 @@ impl Copas {
             delayed: Vec::new(),
             rerr_hold: BTreeMap::new(),
             heard: BTreeMap::new(),
+            silent: BTreeMap::new(),
             contention,
             rng: ChaCha8Rng::seed_from_u64(seed),
             counters: Counters::default(),
@@ -378,7 +382,10 @@ impl Copas {
     }
 
     fn collection_due(&mut self, now: Duration, key: (Ipv4Addr, u32), out: &mut Vec<Output>) {
-        let Some(collection) = self.collections.remove(&key) else { return };
+        let Some(mut collection) = self.collections.remove(&key) else { return };
+        if self.avoid_silent_neighbors(now, &mut collection.candidates) {
+            self.bump("silent_neighbors_avoided");
+        }
         let id = key.1;
         let pair_key = (collection.src, collection.dst);
         if collection.role == Role::Both {
@@ -499,9 +506,29 @@ impl Copas {
         }
         let PendingRoute { route, transmissions, .. } = self.pending_routes.remove(&key).expect("looked up above");
         self.bump("routes_abandoned");
+        if !self.config.silent_hold().is_zero() {
+            self.silent.insert(next, now + self.config.silent_hold());
+        }
         let (src, dst) = (route.path[0], route.path[route.path.len() - 1]);
         out.push(Output::Event(Event::RouteAbandoned { src, dst, role: route.role.name(), next_hop: next, path: route.path.clone(), transmissions }));
         self.choose_again(now, next, &route, out);
+    }
+
+    /// Leaves out the candidates whose hop next to this node is silent: it never
+    /// acknowledged a ROUTE of this node lately (given up within `silent_hold`), or
+    /// it has one waiting past a retransmission. Unless that leaves none: a path
+    /// to try beats none. True when it left some out.
+    fn avoid_silent_neighbors(&self, now: Duration, candidates: &mut Vec<Candidate>) -> bool {
+        let is_silent = |c: &Candidate| {
+            let neighbor = if c.path[0] == self.me { c.path[1] } else { c.path[c.path.len() - 2] };
+            self.silent.get(&neighbor).is_some_and(|&until| now < until)
+                || self.pending_routes.iter().any(|((next, _), p)| *next == neighbor && p.transmissions > 1)
+        };
+        if !candidates.iter().any(is_silent) || candidates.iter().all(is_silent) {
+            return false;
+        }
+        candidates.retain(|c| !is_silent(c));
+        true
     }
 
     /// This node's own ROUTE died at its first hop `next`: a new choice from
@@ -526,6 +553,7 @@ impl Copas {
             return;
         }
         choice.candidates.retain(|c| !c.path.contains(&next));
+        let avoided = self.avoid_silent_neighbors(now, &mut choice.candidates);
         let slack = usize::from(self.config.length_slack);
         match (&choice.rule, route.role) {
             (Rule::Discovery, Role::Both) => {
@@ -545,6 +573,9 @@ impl Copas {
             }
         }
         self.bump("route_rechoices");
+        if avoided {
+            self.bump("silent_neighbors_avoided");
+        }
         choice.number = number;
         choice.expires = now + self.config.route_ack_window();
         self.choices.insert(key, choice);
@@ -556,6 +587,7 @@ impl Copas {
             return;
         }
         self.bump("routes_acked");
+        self.silent.remove(&from);
         // The choice's candidates are no longer needed once none of its ROUTEs waits for an ack here.
         let originator = if ack.toward_dst { ack.dst } else { ack.src };
         let waiting = self.pending_routes.keys().any(|(_, p)| (p.src, p.dst, p.id, p.toward_dst) == (ack.src, ack.dst, ack.id, ack.toward_dst));
@@ -856,6 +888,7 @@ impl Copas {
         self.choices.retain(|_, c| c.expires > now);
         self.rerr_hold.retain(|_, until| *until > now);
         self.heard.retain(|_, at| now.saturating_sub(*at) < NEIGHBOR_ALIVE);
+        self.silent.retain(|_, until| *until > now);
     }
 
     fn receive(&mut self, now: Duration, from: Ipv4Addr, ttl: u8, payload: &[u8], out: &mut Vec<Output>) {

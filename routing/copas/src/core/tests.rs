@@ -526,6 +526,54 @@ fn without_a_candidate_avoiding_the_silent_neighbour_the_route_is_only_abandoned
 }
 
 #[test]
+fn a_neighbour_that_never_acknowledged_is_left_out_of_the_next_discovery_too() {
+    // D's forward ROUTE over k dies at 7 (one retry: given up 600 ms after the
+    // first try, at about 7.1 s) and D chooses j instead; at 8 s S asks again.
+    for (silent_hold_ms, forward, reverse, avoided) in [(10_000, [S, 2, 3, D], [S, 4, 5, D], 1), (0, [S, 6, 7, D], [S, 2, 3, D], 0)] {
+        let config = Config { route_retries: 1, silent_hold_ms, ..Config::default() };
+        let mut net = fig2_with_losses(config, &[((D, 7, ROUTE), u32::MAX)]);
+        net.run_until(ms(8000));
+        assert_eq!(unacked_selections(&net, D), vec![("forward", path(&[S, 4, 5, D]))]);
+        net.send_data(S, D);
+        net.run_until(ms(10_000));
+        let second: Vec<(&'static str, Vec<Ipv4Addr>)> = net
+            .events(D)
+            .into_iter()
+            .filter_map(|(t, e)| match e {
+                Event::PathSelected { role, path, cause: "discovery", .. } if t > ms(8000) => Some((role, path)),
+                _ => None,
+            })
+            .collect();
+        // Without 7, the least contended disjoint pair is i and j (k and i with it).
+        assert_eq!(second, vec![("forward", path(&forward)), ("reverse", path(&reverse))], "silent_hold_ms {silent_hold_ms}");
+        assert_eq!(net.counter(D, "silent_neighbors_avoided"), avoided);
+    }
+}
+
+#[test]
+fn a_neighbour_still_silent_after_a_retransmission_is_left_out_of_a_newer_choice() {
+    // D's forward ROUTE over k waits for 7's ack (sent at about 6.5, 6.7, 7.1
+    // and 7.9 s) when S asks again at 7.5 s; D chooses again at about 9 s, before
+    // it would give the ROUTE up (9.5 s).
+    let config = Config { discovery_timeout_ms: 2500, ..Config::default() };
+    let mut net = fig2_with_losses(config, &[((D, 7, ROUTE), u32::MAX)]);
+    net.run_until(ms(9200));
+    let choices: Vec<(&'static str, Vec<Ipv4Addr>)> = net
+        .events(D)
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            Event::PathSelected { role, path, cause: "discovery", .. } => Some((role, path)),
+            _ => None,
+        })
+        .collect();
+    let (first, i, j, k) = (&choices[..2], path(&[S, 2, 3, D]), path(&[S, 4, 5, D]), path(&[S, 6, 7, D]));
+    assert_eq!(first, [("forward", k), ("reverse", i.clone())]);
+    assert_eq!(choices[2..], [("forward", i), ("reverse", j)], "the second choice leaves 7 out");
+    assert_eq!(net.counter(D, "silent_neighbors_avoided"), 1);
+    assert_eq!(net.counter(D, "routes_abandoned"), 0, "the newer forward ROUTE replaced the one 7 held up");
+}
+
+#[test]
 fn the_candidates_are_forgotten_once_the_routes_are_acknowledged() {
     let mut net = Net::new(8, &THREE_ROUTES);
     net.run_until(ms(1000));
