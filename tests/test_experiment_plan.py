@@ -174,6 +174,14 @@ def test_overrides_apply_before_validation(write):
     assert "--set duration" in str(caught.value)
 
 
+def test_set_reaches_a_sweep_key_that_is_a_dotted_path_itself(write):
+    path = write("exp.yaml", CHAIN + "traffic:\n  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B}\n"
+                 "sweep:\n  traffic.0.rate: [1Mbps, 2Mbps]\n")
+    assert [run.flows[0].options["rate_bps"] for run in _plan(path).runs] == [1_000_000, 2_000_000]
+    narrowed = _plan(path, overrides=["sweep.traffic.0.rate=[3Mbps]"])
+    assert [run.flows[0].options["rate_bps"] for run in narrowed.runs] == [3_000_000]
+
+
 SCALED = CHAIN + """\
 traffic:
   - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 100B}

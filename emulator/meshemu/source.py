@@ -278,7 +278,7 @@ def _message(error: dict[str, Any], path: DataPath, known_keys: frozenset[str]) 
     kind = error["type"]
     if kind == "extra_forbidden":
         key = path[-1] if path else "?"
-        close = difflib.get_close_matches(str(key), sorted(known_keys), n=1)
+        close = difflib.get_close_matches(str(key), sorted(known_keys - {str(key)}), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"unknown key {key!r}{hint}"
     if kind == "missing":

@@ -200,8 +200,31 @@ def _apply_scale(document: Document, scale: str | None) -> None:
         known = ", ".join(sorted(scales)) or "none"
         raise ConfigError([Problem("--scale", 0, 0, "", f"{document.file} has no scale {scale!r} (its scales: {known})")])
     for path_text, value in scales[scale].items():
-        path = tuple(int(part) if part.isdigit() else part for part in str(path_text).split("."))
+        path = _document_path(document.data, str(path_text))
         document.replace(path, value, document.mark(("scales", scale, path_text))[0])
+
+
+def _document_path(data: Any, path_text: str) -> tuple[str | int, ...]:
+    """A dotted path as the keys it names. A sweep's keys are dotted paths
+    themselves (`sweep.topology.generate.n`): at each mapping, the longest run
+    of parts that is one of its keys is one key."""
+    parts = path_text.split(".")
+    path: list[str | int] = []
+    node = data
+    while parts:
+        take = 1
+        if isinstance(node, dict):
+            take = next((n for n in range(len(parts), 1, -1) if ".".join(parts[:n]) in node), 1)
+        key: str | int = ".".join(parts[:take]) if take > 1 else (int(parts[0]) if parts[0].isdigit() else parts[0])
+        path.append(key)
+        parts = parts[take:]
+        if isinstance(node, dict):
+            node = node.get(key)
+        elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+            node = node[key]
+        else:
+            node = None
+    return tuple(path)
 
 
 def _apply_overrides(document: Document, overrides: list[str]) -> None:
@@ -210,7 +233,7 @@ def _apply_overrides(document: Document, overrides: list[str]) -> None:
         path_text, sep, value_text = text.partition("=")
         if not sep or not path_text:
             raise ConfigError([Problem("--set", 0, 0, "", f"expected PATH=VALUE, got {text!r}")])
-        path = tuple(int(part) if part.isdigit() else part for part in path_text.split("."))
+        path = _document_path(document.data, path_text)
         value = parse_yaml(value_text, f"--set {path_text}").data
         document.replace(path, value, Mark(f"--set {text}", 0, 0, f"--set {path_text}"))
 
