@@ -47,7 +47,7 @@ pub struct Config {
     /// Retransmissions of a ROUTE to one next hop before it is abandoned.
     pub route_retries: u32,
     /// A neighbour that never acknowledged one of this node's ROUTEs is
-    /// left out of its next choices this long (0: not at all).
+    /// left out of its next choices this long (0: no neighbour is left out).
     pub silent_hold_ms: u64,
 }
 

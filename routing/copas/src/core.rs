@@ -506,9 +506,7 @@ impl Copas {
         }
         let PendingRoute { route, transmissions, .. } = self.pending_routes.remove(&key).expect("looked up above");
         self.bump("routes_abandoned");
-        if !self.config.silent_hold().is_zero() {
-            self.silent.insert(next, now + self.config.silent_hold());
-        }
+        self.silent.insert(next, now + self.config.silent_hold());
         let (src, dst) = (route.path[0], route.path[route.path.len() - 1]);
         out.push(Output::Event(Event::RouteAbandoned { src, dst, role: route.role.name(), next_hop: next, path: route.path.clone(), transmissions }));
         self.choose_again(now, next, &route, out);
@@ -519,6 +517,9 @@ impl Copas {
     /// it has one waiting past a retransmission. Unless that leaves none: a path
     /// to try beats none. True when it left some out.
     fn avoid_silent_neighbors(&self, now: Duration, candidates: &mut Vec<Candidate>) -> bool {
+        if self.config.silent_hold().is_zero() {
+            return false;
+        }
         let is_silent = |c: &Candidate| {
             let neighbor = if c.path[0] == self.me { c.path[1] } else { c.path[c.path.len() - 2] };
             self.silent.get(&neighbor).is_some_and(|&until| now < until)
