@@ -77,7 +77,7 @@
 //!    4- and 7-hop chains (experiments/re-tfrc/README.md) those cuts, to
 //!    0.4-0.6 of X_recv and often twice within one queue episode, left the
 //!    chain idle in the troughs and cost 11-16 % of TFRC's throughput; a
-//!    quarter cost 3-6 % at 4 hops in six pairs, an eighth 1-4 %.
+//!    quarter cost 3-6 % at 4 hops, an eighth 1-5 %.
 //! 7. One decrease per round trip: an overload signal carried by a packet
 //!    sent before the last decrease reports the queue that decrease answers,
 //!    so the rate holds ([`ReDecision::Hold`]).
