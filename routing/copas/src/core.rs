@@ -512,23 +512,25 @@ impl Copas {
         self.choose_again(now, next, &route, out);
     }
 
-    /// Leaves out the candidates whose hop next to this node is silent: it never
-    /// acknowledged a ROUTE of this node lately (given up within `silent_hold`), or
-    /// it has one waiting past a retransmission. Unless that leaves none: a path
-    /// to try beats none. True when it left some out.
+    /// Leaves out the candidates through a silent neighbour, anywhere on the
+    /// path (as a new choice leaves out every path through the neighbour that
+    /// never acknowledged): one that never acknowledged a ROUTE of this node
+    /// lately (given up within `silent_hold`), or has one waiting past a
+    /// retransmission. Unless that leaves none: a path to try beats none.
+    /// True when it left some out.
     fn avoid_silent_neighbors(&self, now: Duration, candidates: &mut Vec<Candidate>) -> bool {
         if self.config.silent_hold().is_zero() {
             return false;
         }
-        let is_silent = |c: &Candidate| {
-            let neighbor = if c.path[0] == self.me { c.path[1] } else { c.path[c.path.len() - 2] };
-            self.silent.get(&neighbor).is_some_and(|&until| now < until)
-                || self.pending_routes.iter().any(|((next, _), p)| *next == neighbor && p.transmissions > 1)
+        let silent = |node: &Ipv4Addr| {
+            self.silent.get(node).is_some_and(|&until| now < until)
+                || self.pending_routes.iter().any(|((next, _), p)| next == node && p.transmissions > 1)
         };
-        if !candidates.iter().any(is_silent) || candidates.iter().all(is_silent) {
+        let through_silent = |c: &Candidate| c.path.iter().any(silent);
+        if !candidates.iter().any(through_silent) || candidates.iter().all(through_silent) {
             return false;
         }
-        candidates.retain(|c| !is_silent(c));
+        candidates.retain(|c| !through_silent(c));
         true
     }
 

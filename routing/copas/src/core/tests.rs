@@ -574,6 +574,33 @@ fn a_neighbour_still_silent_after_a_retransmission_is_left_out_of_a_newer_choice
 }
 
 #[test]
+fn a_silent_neighbour_is_left_out_wherever_it_is_on_the_path() {
+    // S-2-D, S-2-3-D and S-4-5-D; D's neighbour 2 never acknowledges. The first
+    // choice: S-2-D forward (mu 1), S-4-5-D reverse. S asks again at 7.5 s;
+    // S-2-3-D starts at D's neighbour 3 but crosses 2 further on.
+    let config = Config { discovery_timeout_ms: 2500, ..Config::default() };
+    let mut net = Net::with_config(6, &[(S, 2), (2, D), (2, 3), (3, D), (S, 4), (4, 5), (5, D)], config);
+    net.losses.insert((D, 2, ROUTE), u32::MAX);
+    for (node, rate) in [(2, 1), (3, 1), (4, 3), (5, 3)] {
+        net.backoff_rate[node] = rate;
+    }
+    net.run_until(ms(5000));
+    net.send_data(S, D);
+    net.run_until(ms(9200));
+    let choices: Vec<(&'static str, Vec<Ipv4Addr>)> = net
+        .events(D)
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            Event::PathSelected { role, path, cause: "discovery", .. } => Some((role, path)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(choices[..2], [("forward", path(&[S, 2, D])), ("reverse", path(&[S, 4, 5, D]))]);
+    assert_eq!(choices[2..], [("both", path(&[S, 4, 5, D]))], "nothing through 2: the one path left, both ways");
+    assert_eq!(net.counter(D, "silent_neighbors_avoided"), 1);
+}
+
+#[test]
 fn the_candidates_are_forgotten_once_the_routes_are_acknowledged() {
     let mut net = Net::new(8, &THREE_ROUTES);
     net.run_until(ms(1000));
