@@ -512,11 +512,12 @@ impl Copas {
         self.choose_again(now, next, &route, out);
     }
 
-    /// Leaves out the candidates through a silent neighbour, anywhere on the
-    /// path (as a new choice leaves out every path through the neighbour that
-    /// never acknowledged): one that never acknowledged a ROUTE of this node
-    /// lately (given up within `silent_hold`), or has one waiting past a
-    /// retransmission. Unless that leaves none: a path to try beats none.
+    /// Leaves out the candidates with a silent neighbour among their relays,
+    /// anywhere on the path (as a new choice leaves out every path through the
+    /// neighbour that never acknowledged): one that never acknowledged a ROUTE
+    /// of this node lately (given up within `silent_hold`), or has one waiting
+    /// past a retransmission. The pair's other end is on every path, so it
+    /// does not count. Unless that leaves none: a path to try beats none.
     /// True when it left some out.
     fn avoid_silent_neighbors(&self, now: Duration, candidates: &mut Vec<Candidate>) -> bool {
         if self.config.silent_hold().is_zero() {
@@ -526,7 +527,7 @@ impl Copas {
             self.silent.get(node).is_some_and(|&until| now < until)
                 || self.pending_routes.iter().any(|((next, _), p)| next == node && p.transmissions > 1)
         };
-        let through_silent = |c: &Candidate| c.path.iter().any(silent);
+        let through_silent = |c: &Candidate| c.path[1..c.path.len() - 1].iter().any(silent);
         if !candidates.iter().any(through_silent) || candidates.iter().all(through_silent) {
             return false;
         }
