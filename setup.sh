@@ -25,6 +25,7 @@ debian_packages=(
     tcpdump         # per-node captures
     tshark          # reads the air captures in tests
     babeld          # a third-party routing daemon run unmodified (routing: babeld)
+    ns2             # ns-2.35, the papers' simulator: meshemu run --driver ns2
     python3-venv    # the project's virtualenv
     python3-dev
     build-essential
