@@ -40,6 +40,41 @@ def test_tcp_goodput_counts_bytes_acked_inside_the_window_on_the_data_connection
     assert "error" in metrics.tcp_metrics(samples, 5999, (0, S))
 
 
+def test_tcp_throughput_is_not_below_goodput_when_the_flight_shrinks_over_the_window():
+    # Reno at the window's start with 40 segments in flight, at its end with
+    # 8 (after a halving and a drain), no retransmission in between: 100 000
+    # bytes acknowledged but only 68 000 newly sent. Counted from bytes sent,
+    # throughput would be 0.68 of goodput (the 2-hop lab test saw 0.89).
+    samples = [sample(1.0, 10_001, 50_001, bytes_retrans=0, unacked=40),
+               sample(2.0, 110_001, 118_001, bytes_retrans=0, unacked=8)]
+    found = metrics.tcp_metrics(samples, 5201, (int(1.0 * S), int(2.0 * S)))
+    assert found["goodput_bps"] == pytest.approx(100_000 * 8)
+    assert found["throughput_bps"] == pytest.approx(found["goodput_bps"])
+    assert found["bytes_sent"] == 68_000
+    # 3 000 bytes retransmitted in the window count once more.
+    samples[1]["bytes_retrans"] = 3_000
+    assert metrics.tcp_metrics(samples, 5201, (int(1.0 * S), int(2.0 * S)))["throughput_bps"] == \
+        pytest.approx(103_000 * 8)
+
+
+def iperf3_interval(start: float, packets: int, lost: int, jitter_ms: float) -> dict:
+    return {"sum": {"start": start, "end": start + 1.0, "seconds": 1.0, "bytes": (packets - lost) * 1000,
+                    "packets": packets, "lost_packets": lost, "jitter_ms": jitter_ms}}
+
+
+def test_iperf3_udp_loss_and_jitter_cover_the_same_intervals_as_goodput():
+    # Heavy loss in the first second (before the window), none after.
+    server = {"intervals": [iperf3_interval(0.0, 100, 90, 30.0), iperf3_interval(1.0, 100, 0, 2.0),
+                            iperf3_interval(2.0, 100, 10, 4.0)],
+              "end": {"sum": {"lost_percent": 33.3, "jitter_ms": 4.0}}}
+    found = metrics.iperf3_udp_metrics(server, (1.0, 3.0))
+    assert found["intervals"] == 2
+    assert found["goodput_bps"] == pytest.approx(190 * 1000 * 8 / 2)
+    assert found["packets_received"] == 190
+    assert found["loss"] == pytest.approx(10 / 200)
+    assert found["jitter_ms"] == pytest.approx(3.0)
+
+
 def test_medium_metrics_are_deltas_with_derived_figures():
     before = {"n0": {"tx_data_frames": 10, "retry_drops": 1, "backoffs": 5, "busy_ns": 0, "rts_attempts": 12,
                      "queue_len": 3, "queue_len_max": 7, "rts_attempts_hist": [10, 2] + [0] * 14,
