@@ -24,6 +24,16 @@ enum Command {
         /// Resolved medium configuration (JSON), `-` for stdin.
         config: PathBuf,
     },
+    /// Every node's path from time 0 until at least UNTIL_NS, as the model
+    /// moves it (random waypoint legs from the seed): prints
+    /// {"nodes": [{"name", "trajectory": [{"t_ns", "position"}, ...]}]}.
+    Mobility {
+        /// Resolved medium configuration (JSON), `-` for stdin.
+        config: PathBuf,
+        /// Model time (ns) the paths must reach.
+        #[arg(long)]
+        until_ns: u64,
+    },
     /// A virtual-time run with synthetic traffic; prints the results as JSON.
     Sim {
         /// Scenario (JSON), `-` for stdin.
@@ -63,6 +73,24 @@ fn links(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn mobility(path: &Path, until_ns: u64) -> anyhow::Result<()> {
+    let text = config::read_input(path)?;
+    let medium_config = MediumConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
+    // Validation only: the paths come from the configuration, as the medium's own.
+    Medium::<()>::new(medium_config.clone()).context("medium")?;
+    let nodes: Vec<_> = medium_config
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let points = meshemu_model::mobility::trajectory(&node.mobility, node.position, medium_config.seed, index, until_ns);
+            serde_json::json!({"name": node.name, "trajectory": points})
+        })
+        .collect();
+    println!("{}", serde_json::json!({"nodes": nodes}));
+    Ok(())
+}
+
 fn sim(path: &Path) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let source = config::display_source(path);
@@ -91,6 +119,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
         Command::Links { config } => links(config),
+        Command::Mobility { config, until_ns } => mobility(config, *until_ns),
         Command::Sim { scenario } => sim(scenario),
         Command::Tap { config } => tap(config),
         Command::Hwsim { config, mode, ssid, frequency_mhz } => hwsim(

@@ -3,6 +3,7 @@
 //! appends knots as time goes on, from the node's own random stream.
 
 use rand::RngExt;
+use serde::Serialize;
 
 use crate::config::{Area, MobilityConfig, Range};
 use crate::rng::{self, Purpose, Stream};
@@ -178,6 +179,31 @@ impl Mobility {
     }
 }
 
+/// A point of an exported trajectory: the node is at `position` at `t_ns`
+/// and moves in a straight line to the next point.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TrajectoryPoint {
+    pub t_ns: Time,
+    pub position: [f64; 3],
+}
+
+/// The path a node follows from time 0 until at least `until`, exactly as
+/// the model moves it (random waypoint: the same legs from the same seed),
+/// for exporting the movement to another simulator (ns-2 setdest commands).
+/// The first point is held before its time and the last after it.
+pub fn trajectory(cfg: &MobilityConfig, position: [f64; 3], seed: u64, node: usize, until: Time) -> Vec<TrajectoryPoint> {
+    let points = |knots: &[Knot]| knots.iter().map(|k| TrajectoryPoint { t_ns: k.t, position: k.pos }).collect();
+    match Mobility::new(cfg, position, seed, node).path {
+        Path::Static(pos) => vec![TrajectoryPoint { t_ns: 0, position: pos }],
+        Path::Knots(knots) => points(&knots),
+        Path::RandomWaypoint(mut rwp) => {
+            // Extended without the pruning of `advance_to`: every leg from time 0.
+            rwp.extend_to(until);
+            points(&rwp.knots)
+        }
+    }
+}
+
 fn knots_at(knots: &[Knot], t: Time) -> [f64; 3] {
     let i = knots.partition_point(|k| k.t <= t);
     if i == 0 {
@@ -331,6 +357,43 @@ mod tests {
         assert_eq!(m.position(7 * S), [20.0, 0.0, 0.0]);
         m.set_running(7 * S, true);
         assert_eq!(m.position(8 * S), [30.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn exported_trajectory_is_the_path_the_model_follows() {
+        let cases = [
+            MobilityConfig::RandomWaypoint {
+                area: Area { min: [0.0, 0.0], max: [500.0, 300.0] },
+                speed_mps: Range { min: 1.0, max: 20.0 },
+                pause_ns: Range { min: 0.0, max: 5e9 },
+                steady_state: true,
+            },
+            MobilityConfig::Setdest {
+                moves: vec![
+                    SetdestMove { t_ns: S, target: [100.0, 0.0, 0.0], speed_mps: 10.0 },
+                    SetdestMove { t_ns: 6 * S, target: [50.0, 50.0, 0.0], speed_mps: 5.0 },
+                ],
+            },
+            MobilityConfig::Waypoints {
+                points: vec![Waypoint { t_ns: 2 * S, position: [0.0, 0.0, 0.0] }, Waypoint { t_ns: 9 * S, position: [70.0, 0.0, 0.0] }],
+            },
+            MobilityConfig::Static,
+        ];
+        let until = 300 * S;
+        for cfg in &cases {
+            let points = trajectory(cfg, [3.0, 4.0, 0.0], 11, 2, until);
+            let knots: Vec<Knot> = points.iter().map(|p| Knot { t: p.t_ns, pos: p.position }).collect();
+            assert!(knots.windows(2).all(|w| w[0].t <= w[1].t), "{cfg:?}: times must not decrease");
+            // The model advances step by step (pruning old legs on the way); the export must agree everywhere.
+            let mut model = Mobility::new(cfg, [3.0, 4.0, 0.0], 11, 2);
+            let mut t = 0;
+            while t <= until {
+                model.advance_to(t);
+                let (a, b) = (model.position(t), knots_at(&knots, t));
+                assert!((0..3).all(|k| (a[k] - b[k]).abs() < 1e-6), "{cfg:?} at {t}: model {a:?}, export {b:?}");
+                t += S / 4;
+            }
+        }
     }
 
     #[test]
