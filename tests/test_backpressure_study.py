@@ -195,7 +195,7 @@ def test_grid5_backpressure_holds_the_floods_at_their_sources(tmp_path):
     against 0.31/0.25 s, about 250 of 15 300 packets injected per flood,
     TCP 213 and 233 kbit/s (two runs). How much more TCP goodput than
     FIFO's backpressure gives is the study's figure, not a guarantee: one
-    run of seed 1 gave 1.19 times FIFO's, others 1.9-3.4 times, because
+    run of seed 1 gave 1.19 times FIFO's, others 1.8-3.4 times, because
     FIFO's share depends on which flood captures the grid; the study's
     README reports it over seeds."""
     out = tmp_path / "grid5"
