@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
+use meshemu_aodv::aodv::config::PRESETS;
 use meshemu_aodv::aodv::{Aodv, Config};
 use meshemu_aodv::platform::link_feedback::{LinkLayer, RadioStatsLinks};
 use meshemu_aodv::platform::{daemon, iptables, settings, DataPath};
@@ -53,8 +54,23 @@ struct FileConfig {
     daemon: DataPath,
 }
 
+/// `[aodv] preset = NAME`: the preset's values, with the keys given beside it on top.
+fn apply_preset(table: &mut toml::Table) -> Result<()> {
+    let Some(aodv) = table.get_mut("aodv").and_then(|v| v.as_table_mut()) else { return Ok(()) };
+    let Some(preset) = aodv.remove("preset") else { return Ok(()) };
+    let config = preset
+        .as_str()
+        .and_then(Config::preset)
+        .ok_or_else(|| anyhow!("aodv.preset: {preset} is not one of {}", PRESETS.join(", ")))?;
+    let mut merged = toml::Table::try_from(&config).context("aodv.preset")?;
+    merged.extend(std::mem::take(aodv));
+    *aodv = merged;
+    Ok(())
+}
+
 fn load(args: &Args) -> Result<FileConfig> {
-    let table = settings::load_table(args.config.as_deref(), &args.overrides).map_err(|e| anyhow!(e))?;
+    let mut table = settings::load_table(args.config.as_deref(), &args.overrides).map_err(|e| anyhow!(e))?;
+    apply_preset(&mut table)?;
     let mut config: FileConfig = table.try_into().map_err(|e: toml::de::Error| {
         let source = args.config.as_ref().map_or("configuration".to_string(), |p| p.display().to_string());
         anyhow!("{source}: {}", e.message())
@@ -141,5 +157,15 @@ mod tests {
         assert!(error.contains("aodv.hello_interval_ms"), "{error}");
         let error = load(&args(&["--set", "nonsense"])).err().unwrap().to_string();
         assert!(error.contains("TABLE.KEY=VALUE"), "{error}");
+        let error = load(&args(&["--set", "aodv.preset=ns3"])).err().unwrap().to_string();
+        assert!(error.contains("aodv.preset") && error.contains("ns2"), "{error}");
+    }
+
+    #[test]
+    fn a_preset_is_the_base_and_keys_beside_it_win() {
+        let config = load(&args(&["--set", "aodv.preset=ns2", "--set", "aodv.local_repair=false"])).unwrap();
+        assert_eq!(config.aodv, Config { local_repair: false, ..Config::ns2() });
+        let config = load(&args(&["--set", "aodv.preset=default"])).unwrap();
+        assert_eq!(config.aodv, Config::default());
     }
 }

@@ -159,6 +159,11 @@ pub trait Protocol {
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>);
     /// When the core next needs an [`Input::Tick`] (None: no timer pending).
     fn poll_at(&self) -> Option<Duration>;
+    /// The last data packet to `dst` that left this node had travelled
+    /// `hops` hops from its source, read from its IP TTL (the daemon reports
+    /// it with route use). A node's own packets read as 1, like its first
+    /// relay's. Protocols that have no use for it ignore it (the default).
+    fn data_hops(&mut self, _now: Duration, _dst: Ipv4Addr, _hops: u8) {}
     fn counters(&self) -> &Counters;
     fn counters_mut(&mut self) -> &mut Counters;
 }

@@ -2,7 +2,8 @@
 //! TCP-variants paper's Table I where it differs (active route timeout 5 s,
 //! TTL start 2; expanding ring on, local repair, link-layer feedback and
 //! gratuitous RREPs off, HELLO interval 1 s) and its text (only the
-//! destination answers an RREQ).
+//! destination answers an RREQ). [`Config::ns2`] is the preset that behaves
+//! like ns-2.35's AODV as Debian builds it (routing/aodv/NS2.md).
 
 use std::time::Duration;
 
@@ -19,6 +20,8 @@ pub struct Config {
     /// React to the link layer's failed transmissions to a neighbour.
     pub link_layer_feedback: bool,
     pub local_repair: bool,
+    /// Which broken routes are repaired locally, and how (with `local_repair`).
+    pub local_repair_rule: RepairRule,
     /// Set the G flag: an intermediate node that answers also tells the destination.
     pub gratuitous_rrep: bool,
     /// Let intermediate nodes with a fresh route answer (else the D flag is set).
@@ -41,6 +44,38 @@ pub struct Config {
     /// Broadcasts this node relays (RREQ, RERR) wait a random 0..this long,
     /// so that neighbours relaying the same packet do not collide.
     pub broadcast_jitter_ms: u64,
+    /// Every RERR is a broadcast (IP TTL 1), as in ns-2, even when a single
+    /// neighbour needs it; a broken link's RERR lists every route it broke,
+    /// with or without precursors. Off: RFC 3561 6.11, unicast to a single
+    /// precursor, only routes that have precursors.
+    pub rerr_broadcast: bool,
+    /// A neighbour that acknowledged a frame of this node (the radio's
+    /// per-peer `tx_acked`) counts as heard for HELLO loss, as frames
+    /// received from it do. Off: only frames received count (on a one-way
+    /// flow a next hop sends nothing but HELLOs back).
+    pub acked_frames_alive: bool,
+}
+
+/// How a node whose link to a next hop broke chooses the routes it repairs
+/// locally (6.12) and how it repairs them; applies with `local_repair` on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RepairRule {
+    /// RFC 3561 6.12: a route with precursors whose destination is at most
+    /// MAX_REPAIR_TTL hops away. The route leaves the kernel while one RREQ
+    /// (TTL: the old hop count + LOCAL_ADD_TTL) searches; forwarded packets
+    /// meanwhile are dropped; a longer new route is announced by a RERR with
+    /// the N flag; no answer within the ring's wait: RERR upstream.
+    #[default]
+    Rfc,
+    /// ns-2.35 (aodv.cc, `rt_ll_failed` with `AODV_LOCAL_REPAIR`): a route
+    /// whose data travelled more hops to reach this node than remain to the
+    /// destination (from the IP TTL of the last data packet to it). The
+    /// kernel route stays while the search runs (ns-2 buffers the packets
+    /// and keeps those already queued for the old next hop); the search is
+    /// a whole discovery (expanding ring from the old hop count, retries);
+    /// no RERR unless it fails.
+    Ns2,
 }
 
 impl Default for Config {
@@ -51,6 +86,7 @@ impl Default for Config {
             allowed_hello_loss: 2,
             link_layer_feedback: false,
             local_repair: false,
+            local_repair_rule: RepairRule::Rfc,
             gratuitous_rrep: false,
             intermediate_replies: false,
             expanding_ring_search: true,
@@ -66,6 +102,56 @@ impl Default for Config {
             local_add_ttl: 2,
             rrep_ack: false,
             broadcast_jitter_ms: 10,
+            rerr_broadcast: false,
+            acked_frames_alive: false,
+        }
+    }
+}
+
+/// The presets `[aodv] preset = NAME` starts from (keys given beside it override).
+pub const PRESETS: &[&str] = &["default", "ns2"];
+
+impl Config {
+    /// ns-2.35's AODV as Debian builds it (aodv.h, aodv.cc; routing/aodv/NS2.md):
+    /// link-layer detection and no HELLOs, local repair by ns-2's rule,
+    /// intermediate nodes answer, TTL_START 5, TTL_INCREMENT 2,
+    /// TTL_THRESHOLD 7, NETWORK_DIAMETER 30, NODE_TRAVERSAL_TIME 30 ms,
+    /// RREQ_RETRIES 3, a ring waits 2 x TTL x NODE_TRAVERSAL_TIME (no
+    /// TIMEOUT_BUFFER), ACTIVE_ROUTE_TIMEOUT 10 s, no RREQ or RERR rate
+    /// limit (10000 per second here), every RERR broadcast, 10 ms jitter.
+    pub fn ns2() -> Config {
+        Config {
+            active_route_timeout_ms: 10_000,
+            hello_interval_ms: 0,
+            link_layer_feedback: true,
+            local_repair: true,
+            local_repair_rule: RepairRule::Ns2,
+            gratuitous_rrep: false,
+            intermediate_replies: true,
+            expanding_ring_search: true,
+            ttl_start: 5,
+            ttl_increment: 2,
+            ttl_threshold: 7,
+            net_diameter: 30,
+            node_traversal_time_ms: 30,
+            rreq_retries: 3,
+            rreq_rate_limit: 10_000,
+            rerr_rate_limit: 10_000,
+            timeout_buffer: 0,
+            local_add_ttl: 2,
+            rrep_ack: false,
+            broadcast_jitter_ms: 10,
+            rerr_broadcast: true,
+            ..Config::default()
+        }
+    }
+
+    /// The configuration a preset names ([`PRESETS`]).
+    pub fn preset(name: &str) -> Option<Config> {
+        match name {
+            "default" => Some(Config::default()),
+            "ns2" => Some(Config::ns2()),
+            _ => None,
         }
     }
 }
@@ -181,6 +267,35 @@ mod tests {
         assert_eq!(config.net_traversal_time(), Duration::from_millis(2800));
         assert_eq!(config.ring_traversal_time(2), Duration::from_millis(320));
         assert_eq!(config.delete_period(), Duration::from_secs(25));
+        assert!(!config.rerr_broadcast && !config.acked_frames_alive);
+        assert_eq!(config.local_repair_rule, RepairRule::Rfc);
+    }
+
+    #[test]
+    fn ns2_preset_has_aodv_h_values_and_is_valid() {
+        let config = Config::preset("ns2").unwrap();
+        assert!(config.validate().is_ok());
+        assert_eq!(config.hello_interval(), None);
+        assert!(config.link_layer_feedback && config.local_repair && config.intermediate_replies);
+        assert_eq!(config.local_repair_rule, RepairRule::Ns2);
+        assert_eq!((config.ttl_start, config.ttl_increment, config.ttl_threshold, config.net_diameter), (5, 2, 7, 30));
+        // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
+        assert_eq!(config.ring_traversal_time(5), Duration::from_millis(300));
+        assert_eq!(config.net_traversal_time(), Duration::from_millis(1800));
+        assert_eq!(config.active_route_timeout(), Duration::from_secs(10));
+        assert_eq!(Config::preset("default"), Some(Config::default()));
+        assert_eq!(Config::preset("ns-2"), None);
+    }
+
+    #[test]
+    fn repair_rule_reads_as_lowercase() {
+        #[derive(Deserialize)]
+        struct T {
+            rule: RepairRule,
+        }
+        let t: T = toml::from_str("rule = \"ns2\"").unwrap();
+        assert_eq!(t.rule, RepairRule::Ns2);
+        assert!(toml::from_str::<T>("rule = \"Ns2\"").is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::Config;
+use super::config::{Config, RepairRule};
 use super::packet::{Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS};
 use crate::ondemand::{seq_newer, Counters, Event, Input, Output, Protocol, BROADCAST};
 
@@ -76,6 +76,9 @@ pub struct Aodv {
     awaiting_ack: BTreeMap<Ipv4Addr, Duration>,
     /// Neighbours whose RREQs are ignored (6.8), until when.
     blacklist: BTreeMap<Ipv4Addr, Duration>,
+    /// Hops the last data packet to each destination had travelled when it
+    /// left this node ([`Protocol::data_hops`]): ns-2's repair rule.
+    data_hops: BTreeMap<Ipv4Addr, u8>,
     rng: ChaCha8Rng,
     counters: Counters,
 }
@@ -102,6 +105,7 @@ impl Aodv {
             delayed: Vec::new(),
             awaiting_ack: BTreeMap::new(),
             blacklist: BTreeMap::new(),
+            data_hops: BTreeMap::new(),
             rng,
             counters: Counters::default(),
         }
@@ -230,9 +234,10 @@ impl Aodv {
         out.push(Output::Event(Event::DiscoverySucceeded { dst, hops, elapsed_ms }));
         out.push(Output::Release { dst });
         if let Some(old_hops) = discovery.repair_of_hops {
-            if hops > old_hops {
+            if hops > old_hops && self.config.local_repair_rule == RepairRule::Rfc {
                 // 6.12: a longer route after repair: upstream nodes may look for a better one.
-                self.send_rerr(now, vec![dst], true, out);
+                // (ns-2 tells nobody: its upstream nodes never learn of a repair.)
+                self.send_rerr(now, vec![dst], true, false, out);
             }
         }
     }
@@ -300,9 +305,11 @@ impl Aodv {
     /// The TTL of the next RREQ of a discovery (expanding ring search).
     fn next_ttl(&self, dst: Ipv4Addr, discovery: &Discovery) -> u8 {
         let config = &self.config;
-        if let Some(hops) = discovery.repair_of_hops {
+        if let (Some(hops), RepairRule::Rfc) = (discovery.repair_of_hops, config.local_repair_rule) {
             return hops.saturating_add(config.local_add_ttl).min(config.net_diameter);
         }
+        // ns-2's repair (sendRequest from local_rt_repair) is an ordinary
+        // discovery that starts from the hop count it knew.
         if !config.expanding_ring_search {
             return config.net_diameter;
         }
@@ -379,7 +386,9 @@ impl Aodv {
 
     fn discovery_due(&mut self, now: Duration, dst: Ipv4Addr, out: &mut Vec<Output>) {
         let Some(discovery) = self.discoveries.get(&dst) else { return };
-        let exhausted = discovery.repair_of_hops.is_some()
+        // An RFC repair has one RREQ; ns-2's searches as long as a discovery does.
+        let single_shot = discovery.repair_of_hops.is_some() && self.config.local_repair_rule == RepairRule::Rfc;
+        let exhausted = single_shot
             || (discovery.ttl >= self.config.net_diameter
                 && discovery.attempts_at_diameter > self.config.rreq_retries);
         if discovery.postponed || !exhausted {
@@ -392,11 +401,12 @@ impl Aodv {
         out.push(Output::Event(Event::DiscoveryFailed { dst, elapsed_ms }));
         out.push(Output::Drop { dst });
         if discovery.repair_of_hops.is_some() {
-            // 6.12: a failed local repair is a broken route after all.
+            // 6.12: a failed local repair is a broken route after all (the
+            // sequence number went up when it started).
             let seq = self.routes.get(&dst).and_then(|r| r.seq);
             self.invalidate(now, dst, seq, "repair failed", out);
             self.counters.route_breaks += 1;
-            self.send_rerr(now, vec![dst], false, out);
+            self.send_rerr(now, vec![dst], false, self.config.rerr_broadcast, out);
         }
     }
 
@@ -420,42 +430,64 @@ impl Aodv {
         let mut unreachable = Vec::new();
         for dst in broken {
             let route = &self.routes[&dst];
-            let seq = route.seq.map(next_seq);
-            let repair = self.config.local_repair
-                && !route.precursors.is_empty()
-                && route.hops <= self.config.max_repair_ttl();
-            if repair {
-                let hops = route.hops;
-                self.invalidate(now, dst, seq, "local repair", out);
-                if let Some(route) = self.routes.get_mut(&dst) {
-                    route.state = RouteState::Repairing;
+            let (seq, hops) = (route.seq.map(next_seq), route.hops);
+            match (self.config.local_repair, self.config.local_repair_rule) {
+                (true, RepairRule::Rfc)
+                    if !route.precursors.is_empty() && route.hops <= self.config.max_repair_ttl() =>
+                {
+                    self.invalidate(now, dst, seq, "local repair", out);
+                    if let Some(route) = self.routes.get_mut(&dst) {
+                        route.state = RouteState::Repairing;
+                    }
+                    self.start_discovery(now, dst, Some(hops), out);
+                    continue;
                 }
-                self.start_discovery(now, dst, Some(hops), out);
-                continue;
+                (true, RepairRule::Ns2) if self.data_hops.get(&dst).is_some_and(|&travelled| travelled > hops) => {
+                    // ns-2's rt_ll_failed: the break is nearer the destination
+                    // than the source. The route stays in the kernel (ns-2
+                    // keeps what is queued for the old next hop and buffers
+                    // the rest); nobody upstream is told. The sequence number
+                    // goes up (6.12) so that only the destination or a fresher
+                    // route answers: ns-2 keeps it but accepts only a reply
+                    // newer than its own, and its destination always numbers
+                    // a reply anew, so nodes upstream with the old route
+                    // (through this one) cannot answer there either.
+                    if let Some(route) = self.routes.get_mut(&dst) {
+                        route.state = RouteState::Repairing;
+                        route.seq = seq;
+                    }
+                    self.start_discovery(now, dst, Some(hops), out);
+                    continue;
+                }
+                _ => {}
             }
             self.invalidate(now, dst, seq, cause, out);
             self.counters.route_breaks += 1;
             unreachable.push(dst);
         }
-        self.send_rerr(now, unreachable, false, out);
+        // ns-2's handle_link_failure lists every route the link broke, precursors or not.
+        self.send_rerr(now, unreachable, false, self.config.rerr_broadcast, out);
     }
 
-    /// Sends a RERR about the invalid routes in `dsts` that have precursors:
-    /// unicast when one neighbour needs it, else broadcast (TTL 1).
-    fn send_rerr(&mut self, now: Duration, dsts: Vec<Ipv4Addr>, no_delete: bool, out: &mut Vec<Output>) {
+    /// Sends a RERR about the invalid routes in `dsts` that have precursors
+    /// (`all`: every one of them): unicast when one neighbour needs it, else
+    /// (and always with `rerr_broadcast`) broadcast, TTL 1.
+    fn send_rerr(&mut self, now: Duration, dsts: Vec<Ipv4Addr>, no_delete: bool, all: bool, out: &mut Vec<Output>) {
         let mut recipients = BTreeSet::new();
         let mut unreachable = Vec::new();
         for dst in dsts {
             let Some(route) = self.routes.get(&dst) else { continue };
-            if route.precursors.is_empty() {
+            if route.precursors.is_empty() && !all {
                 continue;
             }
             recipients.extend(route.precursors.iter().copied());
             unreachable.push((dst, route.seq.unwrap_or(0)));
         }
+        if unreachable.is_empty() {
+            return;
+        }
         let to = match recipients.len() {
-            0 => return,
-            1 => *recipients.first().expect("one element"),
+            1 if !self.config.rerr_broadcast => *recipients.first().expect("one element"),
             _ => BROADCAST,
         };
         self.send_rerr_to(now, to, unreachable, no_delete, out);
@@ -668,8 +700,11 @@ impl Aodv {
         }
         let mut propagate = Vec::new();
         for (dst, seq) in rerr.unreachable {
-            let through_sender =
-                self.routes.get(&dst).is_some_and(|r| r.state == RouteState::Valid && r.next_hop == from);
+            // A route under ns-2's repair is still in the kernel: the RERR takes it out (ns-2's
+            // recvError downs it too); the search goes on and brings it back if it succeeds.
+            let through_sender = self.routes.get(&dst).is_some_and(|r| {
+                (r.state == RouteState::Valid || (r.state == RouteState::Repairing && r.installed)) && r.next_hop == from
+            });
             if !through_sender {
                 continue;
             }
@@ -677,7 +712,7 @@ impl Aodv {
             self.counters.route_breaks += 1;
             propagate.push(dst);
         }
-        self.send_rerr(now, propagate, false, out);
+        self.send_rerr(now, propagate, false, false, out);
     }
 
     // --- data path ---
@@ -733,6 +768,7 @@ impl Aodv {
                 }
             } else {
                 self.routes.remove(&dst);
+                self.data_hops.remove(&dst);
             }
         }
 
@@ -794,12 +830,19 @@ impl Protocol for Aodv {
                     *last = now; // 6.11: any packet shows the link works, not only HELLOs
                 }
             }
+            Input::NeighborAcked { neighbor } if self.config.acked_frames_alive => {
+                // 6.10: the link layer's acknowledgement shows the link works too.
+                if let Some(last) = self.heard.get_mut(&neighbor) {
+                    *last = now;
+                }
+            }
             Input::LinkFailed { neighbor } => {
                 if self.config.link_layer_feedback {
                     self.link_broken(now, neighbor, "link layer", out);
                 }
             }
-            // Liveness is what RFC 3561 6.11 names, packets from the neighbour; contention is COPAS's.
+            // Without acked_frames_alive liveness is what RFC 3561 6.11 names,
+            // packets from the neighbour; contention is COPAS's.
             Input::NeighborAcked { .. } | Input::MacBackoffs { .. } => {}
         }
         // Whatever input woke us, timers that are due run now, in order.
@@ -817,6 +860,10 @@ impl Protocol for Aodv {
             self.next_hello,
         ];
         deadlines.into_iter().flatten().min()
+    }
+
+    fn data_hops(&mut self, _now: Duration, dst: Ipv4Addr, hops: u8) {
+        self.data_hops.insert(dst, hops);
     }
 
     fn counters(&self) -> &Counters {

@@ -502,3 +502,148 @@ fn frames_heard_by_the_link_layer_keep_a_neighbour_alive_without_hellos() {
     net.run_until(ms(10_200));
     assert!(!net.kernel[1].contains_key(&addr(2)), "silence breaks the link");
 }
+
+#[test]
+fn acked_frames_keep_a_neighbour_alive_only_when_asked() {
+    // A one-way flow: node 1 forwards to node 2, which sends nothing back but
+    // HELLOs (lost here) and link-layer acknowledgements.
+    for acked_frames_alive in [false, true] {
+        let config = Config { broadcast_jitter_ms: 0, acked_frames_alive, ..Config::default() };
+        let mut net = Net::chain(3, config);
+        net.run_until(ms(3000));
+        net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+        net.run_until(ms(3500));
+        net.unlink(1, 2);
+        while net.now < ms(8000) {
+            net.input(1, Input::NeighborAcked { neighbor: addr(2) });
+            let next = net.now + ms(500);
+            net.run_until(next);
+        }
+        assert_eq!(net.kernel[1].contains_key(&addr(2)), acked_frames_alive);
+    }
+}
+
+/// fig1 with ns-2's preset: A's route to E over A-B-C-D-E installed, data flowing.
+fn fig1_ns2() -> Net {
+    let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
+    let mut net = fig1(config);
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(4), local: true });
+    net.traffic(0, 4, ms(3000));
+    assert_eq!(net.path(0, 4), Some(vec![0, 1, 2, 3, 4]));
+    net
+}
+
+fn rerrs_sent(net: &Net, node: usize) -> Vec<(Ipv4Addr, Vec<Ipv4Addr>)> {
+    net.outputs(node)
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { to, payload, .. } => match Message::decode(payload) {
+                Ok(Message::Rerr(rerr)) => Some((*to, rerr.unreachable.iter().map(|(d, _)| *d).collect())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
+    let (a, d, e) = (0, 3, 4);
+    let mut net = fig1_ns2();
+    // A's data reaches D after 3 hops and has 1 to go: ns-2's rt_ll_failed repairs.
+    net.nodes[d].data_hops(net.now, addr(e), 3);
+    net.unlink(d, e);
+    net.input(d, Input::LinkFailed { neighbor: addr(e) });
+    assert_eq!(net.kernel[d].get(&addr(e)), Some(&addr(e)), "the route stays while the repair searches");
+    let first = rreqs(&net.outputs(d));
+    assert_eq!(first.last().map(|(ttl, rreq)| (*ttl, rreq.dst)), Some((3, addr(e))), "TTL: 1 hop + TTL_INCREMENT");
+    net.traffic(a, e, ms(6000));
+    assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 5, 4]));
+    assert!(net.events(d).iter().any(|(_, ev)| matches!(ev, Event::LocalRepairStarted { .. })));
+    // Upstream never heard of it, even though the new route is longer.
+    assert!((0..net.nodes.len()).all(|n| rerrs_sent(&net, n).is_empty()));
+    assert_eq!(net.nodes[a].counters().discoveries_started, 1);
+    assert_eq!(net.nodes[d].counters().route_breaks, 0);
+}
+
+#[test]
+fn ns2_rule_breaks_a_link_nearer_the_source_and_broadcasts_the_rerr() {
+    let (a, b, c, e) = (0, 1, 2, 4);
+    let mut net = fig1_ns2();
+    // B is 1 hop from A and 3 from E: the route breaks, as at a source.
+    net.nodes[b].data_hops(net.now, addr(e), 1);
+    net.input(b, Input::LinkFailed { neighbor: addr(c) });
+    assert!(!net.kernel[b].contains_key(&addr(e)));
+    let rerrs = rerrs_sent(&net, b);
+    assert!(rerrs.iter().any(|(to, dsts)| *to == BROADCAST && dsts.contains(&addr(e))), "{rerrs:?}");
+    net.run_until(net.now + ms(10));
+    assert!(!net.kernel[a].contains_key(&addr(e)), "the RERR took the source's route");
+    assert_eq!(net.nodes[b].counters().route_breaks, 2, "E and C, its next hop: ns-2 breaks every route over the link");
+}
+
+#[test]
+fn ns2_rule_without_data_seen_breaks_as_at_a_source() {
+    let (c, d, e) = (2, 3, 4);
+    let mut net = fig1_ns2();
+    net.unlink(d, e);
+    net.input(d, Input::LinkFailed { neighbor: addr(e) });
+    assert!(!net.kernel[d].contains_key(&addr(e)));
+    assert!(rerrs_sent(&net, d).iter().any(|(to, _)| *to == BROADCAST));
+    net.run_until(net.now + ms(10));
+    assert!(!net.kernel[c].contains_key(&addr(e)));
+}
+
+#[test]
+fn a_rerr_from_the_old_next_hop_takes_a_repairing_route_out() {
+    let (d, e) = (3, 4);
+    let mut net = fig1_ns2();
+    net.nodes[d].data_hops(net.now, addr(e), 3);
+    net.unlink(d, e);
+    net.unlink(3, 5); // no way round: the repair cannot succeed soon
+    net.input(d, Input::LinkFailed { neighbor: addr(e) });
+    assert!(net.kernel[d].contains_key(&addr(e)));
+    let rerr = Message::Rerr(super::packet::Rerr { no_delete: false, unreachable: vec![(addr(e), 99)] });
+    net.input(d, Input::Control { from: addr(e), ttl: 1, payload: &rerr.encode() });
+    assert!(!net.kernel[d].contains_key(&addr(e)));
+    assert!(net.nodes[d].discovering(addr(e)), "the search goes on");
+}
+
+#[test]
+fn rerr_broadcast_names_routes_without_precursors_and_never_unicasts() {
+    for rerr_broadcast in [false, true] {
+        let config = Config { rerr_broadcast, ..quiet() };
+        let mut net = Net::chain(4, config);
+        net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+        net.run_until(ms(500));
+        // The source's own route has no precursors.
+        net.input(0, Input::LinkFailed { neighbor: addr(1) });
+        let at_source = rerrs_sent(&net, 0);
+        assert_eq!(!at_source.is_empty(), rerr_broadcast, "{at_source:?}");
+        // Node 2's route to 3 has one precursor (1): unicast unless rerr_broadcast.
+        net.input(2, Input::LinkFailed { neighbor: addr(3) });
+        let to: Vec<Ipv4Addr> = rerrs_sent(&net, 2).into_iter().map(|(to, _)| to).collect();
+        assert_eq!(to, vec![if rerr_broadcast { BROADCAST } else { addr(1) }]);
+    }
+}
+
+#[test]
+fn ns2_preset_searches_with_ns2_rings() {
+    // Alone: every RREQ goes unanswered. ns-2's sendRequest: TTL 5 (waits
+    // 300 ms), 7 (420 ms), then the diameter, 30, with RREQ_RETRIES 3.
+    let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
+    let mut net = Net::new(1, config);
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(9), local: true });
+    net.run_until(ms(40_000));
+    let sent: Vec<(u64, u8)> = net
+        .events(0)
+        .iter()
+        .filter_map(|(t, e)| match e {
+            Event::RreqSent { ttl, .. } => Some((t.as_millis() as u64, *ttl)),
+            _ => None,
+        })
+        .collect();
+    // Waits at the diameter double (1.8, 3.6, 7.2 s) where ns-2's grow by
+    // 1.8 s a time (routing/aodv/NS2.md): the first two agree.
+    assert_eq!(&sent[..5], &[(0, 5), (300, 7), (720, 30), (2520, 30), (6120, 30)]);
+    assert_eq!(sent.len(), 6, "4 network-wide RREQs");
+}

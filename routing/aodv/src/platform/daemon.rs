@@ -22,7 +22,7 @@ use super::control::ControlSocket;
 use super::iptables::{self, Rule, RECENT_DESTINATIONS, RECENT_SOURCES};
 use super::link_feedback::{arp_table, LinkLayer};
 use super::nfqueue::{PacketQueue, Verdict, HOOK_LOCAL_OUT};
-use super::route_use::RecentList;
+use super::route_use::{self, RecentList};
 use super::routes::{Interface, RouteTable};
 use super::DataPath;
 use crate::ondemand::{Counters, Event, Input, Output, Protocol};
@@ -71,6 +71,8 @@ struct Platform {
     installed: usize,
     destinations: RecentList,
     sources: RecentList,
+    /// The TTL this namespace's sources send with (hops from the destinations list's TTLs).
+    default_ttl: u8,
     link_layer: Option<Box<dyn LinkLayer>>,
     events: Option<File>,
     start: Instant,
@@ -119,6 +121,7 @@ pub fn run<P: Protocol>(
         installed: 0,
         destinations: RecentList::new(RECENT_DESTINATIONS),
         sources: RecentList::new(RECENT_SOURCES),
+        default_ttl: route_use::default_ttl(),
         link_layer,
         events,
         start: Instant::now(),
@@ -157,7 +160,11 @@ impl Platform {
             let now = self.now();
             if now >= next_route_use {
                 next_route_use = now + route_use_every;
-                for addr in self.route_use() {
+                let (used, hops) = self.route_use();
+                for (dst, hops) in hops {
+                    protocol.data_hops(now, dst, hops);
+                }
+                for addr in used {
                     protocol.handle(now, Input::RouteUsed { addr }, &mut out);
                 }
             }
@@ -317,17 +324,29 @@ impl Platform {
         }
     }
 
-    fn route_use(&mut self) -> Vec<Ipv4Addr> {
+    /// Addresses data went to or came from since the last look, and for
+    /// destinations the hops their last packet had travelled.
+    fn route_use(&mut self) -> (Vec<Ipv4Addr>, Vec<(Ipv4Addr, u8)>) {
         let mut used = Vec::new();
-        for list in [&mut self.destinations, &mut self.sources] {
-            match list.used_since_last() {
-                Ok(addresses) => used.extend(addresses),
-                Err(error) => warn!(%error, "reading route use"),
+        let mut hops = Vec::new();
+        match self.destinations.used_since_last() {
+            Ok(entries) => {
+                for (addr, ttl) in entries {
+                    used.push(addr);
+                    if let Some(ttl) = ttl {
+                        hops.push((addr, route_use::hops_travelled(self.default_ttl, ttl)));
+                    }
+                }
             }
+            Err(error) => warn!(%error, "reading route use"),
+        }
+        match self.sources.used_since_last() {
+            Ok(entries) => used.extend(entries.into_iter().map(|(addr, _)| addr)),
+            Err(error) => warn!(%error, "reading route use"),
         }
         used.sort();
         used.dedup();
-        used
+        (used, hops)
     }
 
     /// What the link layer saw since the last look, as inputs: the MAC's
