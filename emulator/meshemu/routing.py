@@ -61,8 +61,9 @@ READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
 # Topology option -> aodvd [aodv] key and the factor from the schema's unit (ns for times).
 # Options that belong to aodvd's [daemon] table, not the protocol's [aodv]:
 # `quickack` (every route it installs gets quickack 1), which experiments
-# set when a TCP flow asks for delayed ACKs off.
-AODV_DAEMON_KEYS = ("quickack",)
+# set when a TCP flow asks for delayed ACKs off, and `link_feedback_poll`
+# (how often it reads the radio page for failed frames).
+AODV_DAEMON_KEYS = ("quickack", "link_feedback_poll_ms")
 # Routing choices whose routes a daemon installs, and those of them that can
 # mark every route with quickack themselves.
 DAEMON_ROUTING = ("aodv", "babeld", "copas")
@@ -73,6 +74,7 @@ _AODV_KEYS = {
     "active_route_timeout": ("active_route_timeout_ms", 1e-6),
     "node_traversal_time": ("node_traversal_time_ms", 1e-6),
     "broadcast_jitter": ("broadcast_jitter_ms", 1e-6),
+    "link_feedback_poll": ("link_feedback_poll_ms", 1e-6),
 }
 
 _COPAS_DURATIONS = {"t_backoff", "t_collect", "probe_interval", "probe_idle", "active_route_timeout",

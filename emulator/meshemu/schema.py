@@ -446,6 +446,13 @@ class AodvOptions(StrictModel):
     rerr_rate_limit: PerSecond | None = None
     rrep_ack: bool | None = None
     broadcast_jitter: Duration | None = None
+    # ns-2.35's AODV (routing/aodv/NS2.md): `preset: ns2` starts from its values, the keys beside it win.
+    preset: Literal["default", "ns2"] | None = None
+    local_repair_rule: Literal["rfc", "ns2"] | None = None
+    rerr_broadcast: bool | None = None
+    acked_frames_alive: bool | None = None
+    timeout_buffer: Annotated[int, Field(ge=0, le=255)] | None = None
+    link_feedback_poll: PositiveDuration | None = None  # aodvd's [daemon] link_feedback_poll_ms
 
 
 class AodvRouting(StrictModel):
