@@ -454,7 +454,7 @@ impl<T: Port> Driver<T> {
                     self.lateness.record(now.saturating_sub(time));
                     let kind = match outcome {
                         TxOutcome::Acked { .. } | TxOutcome::Broadcast => EventKind::Tx,
-                        TxOutcome::RetryDrop { .. } | TxOutcome::QueueDrop => EventKind::Drop,
+                        TxOutcome::RetryDrop { .. } | TxOutcome::QueueDrop | TxOutcome::LinkDrop => EventKind::Drop,
                     };
                     if self.wanted[event_index(kind)] {
                         let event = json!({"event": if kind == EventKind::Tx { "tx" } else { "drop" },

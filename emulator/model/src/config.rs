@@ -184,6 +184,27 @@ pub struct RadioConfig {
     pub long_retry_limit: u32,
     pub queue_len: u32,
     pub queue_priority: bool,
+    /// ns-2: a frame that starts arriving while the node transmits still
+    /// takes its receiver (it is lost, and the node is receiving until it
+    /// ends), and a reception cut by the node's own transmission keeps the
+    /// receiver until its end.
+    #[serde(default)]
+    pub receive_during_tx: bool,
+    /// ns-2: a failed reception sets the NAV to EIFS (the countdown then
+    /// waits DIFS more), and a sensed frame that arrives during a reception
+    /// and is captured sets it to its own end plus EIFS.
+    #[serde(default)]
+    pub eifs_nav: bool,
+    /// ns-2: SIFS after an RTS the CTS goes out, and SIFS after a CTS the
+    /// DATA, only if the node is neither receiving nor under NAV; otherwise
+    /// the CTS is not sent, and the DATA waits for a new RTS (CW doubled,
+    /// no retry counted).
+    #[serde(default)]
+    pub responses_need_idle: bool,
+    /// A unicast frame dropped at the retry limit takes with it every
+    /// queued frame to the same receiver (ns-2 AODV's link-failure handling).
+    #[serde(default)]
+    pub retry_drop_flush: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -198,6 +198,10 @@ pub(crate) mod tests {
             long_retry_limit: 4,
             queue_len: 50,
             queue_priority: true,
+            receive_during_tx: false,
+            eifs_nav: false,
+            responses_need_idle: false,
+            retry_drop_flush: false,
         }
     }
 

@@ -134,6 +134,8 @@ pub struct NodeOutput {
     pub name: String,
     #[serde(flatten)]
     pub stats: NodeCounters,
+    /// Frames taken out of the queue by `retry_drop_flush`.
+    pub link_drops: u64,
 }
 
 impl Scenario {
@@ -401,7 +403,7 @@ impl Driver {
                 hops: f.hops,
             })
             .collect();
-        let nodes = scenario.medium.nodes.iter().enumerate().map(|(i, nc)| NodeOutput { name: nc.name.clone(), stats: *self.medium.stats(i) }).collect();
+        let nodes = scenario.medium.nodes.iter().enumerate().map(|(i, nc)| NodeOutput { name: nc.name.clone(), stats: *self.medium.stats(i), link_drops: self.medium.link_drops(i) }).collect();
         let digest = self.digest.finalize();
         SimOutput {
             seed: scenario.medium.seed,
@@ -466,6 +468,7 @@ fn digest_action(h: &mut Sha256, action: &Action<SimPacket>) {
                 TxOutcome::Broadcast => (1, 0, 0),
                 TxOutcome::RetryDrop { rts_attempts, data_attempts } => (2, rts_attempts, data_attempts),
                 TxOutcome::QueueDrop => (3, 0, 0),
+                TxOutcome::LinkDrop => (4, 0, 0),
             };
             h.update([tag]);
             h.update(rts.to_le_bytes());

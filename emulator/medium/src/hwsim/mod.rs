@@ -301,7 +301,7 @@ impl Port for HwsimPort {
             TxOutcome::Acked { data_attempts, .. } => (true, data_attempts),
             TxOutcome::Broadcast => (false, 1),
             TxOutcome::RetryDrop { data_attempts, .. } => (false, data_attempts),
-            TxOutcome::QueueDrop => (false, 0),
+            TxOutcome::QueueDrop | TxOutcome::LinkDrop => (false, 0),
         };
         // The ACK's signal at the sender: the last frame it decoded from the receiver.
         let ack_signal = match frame::parse(&payload.mpdu).and_then(|h| self.node_by_mac.get(&h.receiver)) {

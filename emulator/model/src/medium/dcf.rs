@@ -283,14 +283,41 @@ impl<P: Clone> Medium<P> {
                 TxOutcome::RetryDrop { rts_attempts, data_attempts }
             }
         };
+        let flush_to = match cur.frame.dst {
+            Dest::Node(d) if how == Finish::RetryDrop && node.radio.cfg.retry_drop_flush && !cur.frame.priority => Some(Dest::Node(d)),
+            _ => None,
+        };
         self.touch(n);
         out.push(Action::TxDone { time: self.now, node: n, payload: cur.frame.payload, outcome });
+        if let Some(dst) = flush_to {
+            self.flush_queue_to(n, dst, out);
+        }
         if !self.is_tdma() {
             self.draw_backoff(n);
             if self.nodes[n].busy && self.has_frame(n) {
                 self.nodes[n].stats.defers += 1;
             }
         }
+    }
+
+    /// `retry_drop_flush`: every queued frame to `dst` leaves the queue as a
+    /// `LinkDrop`, in queue order (ns-2 AODV's rt_ll_failed: the interface
+    /// queue's packets for the broken next hop are dropped with the one that
+    /// failed).
+    fn flush_queue_to(&mut self, n: NodeId, dst: Dest, out: &mut Vec<Action<P>>) {
+        let node = &mut self.nodes[n];
+        let mut kept = std::collections::VecDeque::with_capacity(node.queue.len());
+        for q in node.queue.drain(..) {
+            if q.frame.dst == dst {
+                node.link_drops += 1;
+                out.push(Action::TxDone { time: self.now, node: n, payload: q.frame.payload, outcome: TxOutcome::LinkDrop });
+            } else {
+                kept.push_back(q);
+            }
+        }
+        node.queue = kept;
+        node.stats.queue_len = node.queue.len() as u64;
+        self.touch(n);
     }
 
     /// A frame was decoded at `n`: respond, deliver, or set the NAV.
@@ -361,11 +388,25 @@ impl<P: Clone> Medium<P> {
 
     /// SIFS after a reception: send the CTS, ACK or DATA due.
     pub(super) fn respond(&mut self, n: NodeId, out: &mut Vec<Action<P>>) {
+        let now = self.now;
         let node = &mut self.nodes[n];
         if node.sending.is_some() {
             return;
         }
         let Some(response) = node.response.take() else { return };
+        let busy = node.lock.is_some() || node.nav_until > now;
+        if node.radio.cfg.responses_need_idle && busy && !matches!(response, Response::Ack { .. }) {
+            // ns-2 (check_pktCTRL, check_pktTx): no CTS, and no DATA after a
+            // CTS, while receiving or under NAV; the DATA waits for a new
+            // RTS after a backoff with a doubled CW, no retry counted.
+            if response == Response::Data {
+                node.exchange = Exchange::Idle;
+                node.cw = (2 * node.cw + 1).min(node.radio.cfg.cw_max);
+                self.draw_backoff(n);
+            }
+            self.kick(n, out);
+            return;
+        }
         let basic = node.radio.cfg.basic_rate_bps;
         match response {
             Response::Cts { to, duration } => {

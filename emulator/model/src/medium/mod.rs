@@ -60,6 +60,9 @@ pub enum TxOutcome {
     RetryDrop { rts_attempts: u32, data_attempts: u32 },
     /// The interface queue was full (or, with TDMA, the frame cannot fit in a slot).
     QueueDrop,
+    /// Taken out of the interface queue because a frame to the same
+    /// receiver was dropped at the retry limit (radio `retry_drop_flush`).
+    LinkDrop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -319,6 +322,9 @@ struct Node<P> {
     bit_error_rng: Stream,
     shadowing_rng: Stream,
     stats: NodeCounters,
+    /// Frames taken out of the queue by `retry_drop_flush` (not on the
+    /// statistics page).
+    link_drops: u64,
 }
 
 /// The emulated medium: every node's PHY and MAC, and the channel between.
@@ -392,6 +398,7 @@ impl<P: Clone> Medium<P> {
                     bit_error_rng: rng::stream(seed, Purpose::BitErrors, i as u64, 0),
                     shadowing_rng: rng::stream(seed, Purpose::ShadowingFrame, i as u64, 0),
                     stats: NodeCounters::default(),
+                    link_drops: 0,
                     radio,
                 }
             })
@@ -473,12 +480,13 @@ impl<P: Clone> Medium<P> {
             return;
         }
         let node = &mut self.nodes[src];
-        if node.queue.len() >= node.radio.cfg.queue_len as usize {
+        let priority = frame.priority && node.radio.cfg.queue_priority;
+        let full = node.queue.len() >= node.radio.cfg.queue_len as usize;
+        if full && (!priority || node.queue.iter().all(|q| q.frame.priority)) {
             self.queue_drop(src, frame, out);
             return;
         }
         let starts_access = node.current.is_none() && node.queue.is_empty();
-        let priority = frame.priority && node.radio.cfg.queue_priority;
         let queued = Queued { frame, mpdu_bytes };
         if priority {
             let at = node.queue.iter().position(|q| !q.frame.priority).unwrap_or(node.queue.len());
@@ -486,6 +494,13 @@ impl<P: Clone> Medium<P> {
         } else {
             node.queue.push_back(queued);
         }
+        if full {
+            // ns-2's PriQueue: a routing packet is always taken; the last
+            // packet of the queue makes room.
+            let last = node.queue.pop_back().expect("the queue was full");
+            self.queue_drop(src, last.frame, out);
+        }
+        let node = &mut self.nodes[src];
         node.stats.queue_len = node.queue.len() as u64;
         node.stats.queue_len_max = node.stats.queue_len_max.max(node.stats.queue_len);
         self.touch(src);
@@ -564,6 +579,11 @@ impl<P: Clone> Medium<P> {
 
     pub fn stats(&self, node: NodeId) -> &NodeCounters {
         &self.nodes[node].stats
+    }
+
+    /// Frames taken out of the node's queue by `retry_drop_flush`.
+    pub fn link_drops(&self, node: NodeId) -> u64 {
+        self.nodes[node].link_drops
     }
 
     pub fn peer_stats(&self, node: NodeId, peer: NodeId) -> &PeerStats {
@@ -746,9 +766,14 @@ impl<P: Clone> Medium<P> {
                 (self.transmissions.len() - 1) as u32
             }
         };
-        // Half duplex: a reception in progress is lost.
+        // Half duplex: a reception in progress is lost (with
+        // `receive_during_tx`, as ns-2, it keeps the receiver until its end).
         let node = &mut self.nodes[src];
-        if node.lock.take().is_some() {
+        if node.radio.cfg.receive_during_tx {
+            if let Some(lock) = node.lock.as_mut() {
+                lock.collided = true;
+            }
+        } else if node.lock.take().is_some() {
             node.stats.rx_collisions += 1;
         }
         node.sending = Some((kind, id));

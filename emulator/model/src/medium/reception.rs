@@ -16,19 +16,25 @@ enum RxResult {
 
 impl<P: Clone> Medium<P> {
     pub(super) fn signal_start(&mut self, n: NodeId, tx: u32, power_mw: f64, out: &mut Vec<Action<P>>) {
+        let airtime = self.transmissions[tx as usize].airtime;
+        let now = self.now;
         let node = &mut self.nodes[n];
         node.signals.push((tx, power_mw));
         node.signal_mw += power_mw;
         let r = &node.radio;
-        if node.sending.is_some() {
-            // Half duplex: the signal only adds to what we sense afterwards.
-        } else if let Some(lock) = &mut node.lock {
+        let mut nav_until = None;
+        if let Some(lock) = &mut node.lock {
             let sinr = lock.power_mw / (r.noise_mw + node.signal_mw - lock.power_mw);
             lock.min_sinr = lock.min_sinr.min(sinr);
             if sinr < r.capture_ratio {
                 lock.collided = true;
             }
-            if r.cfg.capture_restart && power_mw >= r.cs_threshold_mw {
+            if r.cfg.eifs_nav && power_mw >= r.cs_threshold_mw && lock.power_mw >= r.capture_ratio * power_mw {
+                // ns-2's capture(): the weaker frame is ignored, but the NAV
+                // covers it and an EIFS after it.
+                nav_until = Some(now + airtime + r.timings.eifs);
+            }
+            if node.sending.is_none() && r.cfg.capture_restart && power_mw >= r.cs_threshold_mw {
                 let new_sinr = power_mw / (r.noise_mw + node.signal_mw - power_mw);
                 if new_sinr >= r.capture_ratio {
                     // The stronger newcomer takes the receiver over.
@@ -37,9 +43,18 @@ impl<P: Clone> Medium<P> {
                     self.touch(n);
                 }
             }
+        } else if node.sending.is_some() {
+            // Half duplex: the frame cannot be received. With
+            // `receive_during_tx` (ns-2) it still takes the receiver, lost.
+            if r.cfg.receive_during_tx && power_mw >= r.cs_threshold_mw {
+                node.lock = Some(Lock { tx, power_mw, min_sinr: 0.0, collided: true });
+            }
         } else if power_mw >= r.cs_threshold_mw {
             let sinr = power_mw / (r.noise_mw + node.signal_mw - power_mw);
             node.lock = Some(Lock { tx, power_mw, min_sinr: sinr, collided: sinr < r.capture_ratio });
+        }
+        if let Some(until) = nav_until {
+            self.set_nav(n, until);
         }
         self.update_carrier(n, out);
     }
@@ -74,6 +89,7 @@ impl<P: Clone> Medium<P> {
         let t: &Transmission<P> = &self.transmissions[tx as usize];
         let (src, bits) = (t.src, 8.0 * t.bytes as f64);
         let ber = self.links.get(&super::pair_key(src, n)).and_then(|l| l.bit_error_rate).unwrap_or(self.nodes[n].radio.cfg.bit_error_rate);
+        let now = self.now;
         let node = &mut self.nodes[n];
         let lost = if lock.power_mw < node.radio.rx_threshold_mw {
             node.stats.rx_weak += 1;
@@ -87,8 +103,19 @@ impl<P: Clone> Medium<P> {
         } else {
             false
         };
-        node.eifs_pending = lost;
+        let nav_until = if node.radio.cfg.eifs_nav {
+            // ns-2 (recv_timer): a failed reception sets the NAV to EIFS,
+            // unless the node is transmitting (then it never saw the frame).
+            node.eifs_pending = false;
+            (lost && node.sending.is_none()).then_some(now + node.radio.timings.eifs)
+        } else {
+            node.eifs_pending = lost;
+            None
+        };
         self.touch(n);
+        if let Some(until) = nav_until {
+            self.set_nav(n, until);
+        }
         if lost {
             RxResult::Lost
         } else {

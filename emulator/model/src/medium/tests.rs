@@ -350,6 +350,30 @@ fn interface_queue_drops_tail_and_puts_priority_frames_first() {
 }
 
 #[test]
+fn priority_frame_finding_the_queue_full_pushes_the_last_frame_out() {
+    // ns-2's PriQueue: routing packets are never refused; the tail makes room.
+    let mut r = no_rts();
+    r.queue_len = 3;
+    let mut m = medium(config(&[0.0, 100.0], &r));
+    let mut out = Vec::new();
+    for id in 1..=4 {
+        m.send(MS, 0, unicast(1, id), &mut out);
+    }
+    let prio = |id| Frame { dst: Dest::Node(1), len: 100, priority: true, payload: id };
+    m.send(MS, 0, prio(5), &mut out);
+    assert_eq!(outcomes(&out), vec![(0, 4, TxOutcome::QueueDrop)]);
+    m.send(MS, 0, prio(6), &mut out);
+    m.send(MS, 0, prio(7), &mut out);
+    // Now the queue holds priority frames only: the next one is refused.
+    m.send(MS, 0, prio(8), &mut out);
+    assert_eq!(outcomes(&out), vec![(0, 4, TxOutcome::QueueDrop), (0, 3, TxOutcome::QueueDrop), (0, 2, TxOutcome::QueueDrop), (0, 8, TxOutcome::QueueDrop)]);
+    m.advance(1000 * MS, &mut out);
+    let order: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
+    assert_eq!(order, vec![1, 5, 6, 7]);
+    assert_eq!(m.stats(0).queue_drops, 4);
+}
+
+#[test]
 fn promiscuous_node_overhears_unicast_data_for_others() {
     let r = wavelan();
     let mut cfg = config(&[0.0, 100.0, 150.0], &r);
@@ -522,4 +546,157 @@ fn an_explicit_mpdu_size_decides_airtime_and_rts_but_len_still_counts_bytes() {
     m2.send(MS, 0, unicast(1, 3), &mut out2);
     m2.advance(50 * MS, &mut out2);
     assert!(out2.iter().any(|a| matches!(a, Action::Air { frame, .. } if frame.kind == FrameKind::Data && frame.bytes == data_mpdu_bytes(1460))));
+}
+
+/// ns-2 quirks (radio fields that the ns2-wavelan profile turns on).
+fn ns2_radio(eifs_nav: bool, receive_during_tx: bool, responses_need_idle: bool) -> RadioConfig {
+    let mut r = wavelan();
+    r.eifs_nav = eifs_nav;
+    r.receive_during_tx = receive_during_tx;
+    r.responses_need_idle = responses_need_idle;
+    r
+}
+
+fn cts_times(out: &[Action<u32>]) -> Vec<Time> {
+    air(out).iter().filter(|f| f.2 == FrameKind::Cts).map(|f| f.0).collect()
+}
+
+#[test]
+fn eifs_nav_a_captured_weaker_frame_sets_the_nav_and_withholds_the_cts() {
+    // Node 1 decodes node 0's RTS (200 m) while node 2's frame (450 m:
+    // sensed, 12 dB weaker) overlaps it; node 0 and node 2 cannot sense each
+    // other (650 m). ns-2's capture() sets the NAV to the end of the weaker
+    // frame plus EIFS, so node 1 does not answer.
+    let run = |eifs_nav: bool| {
+        let r = ns2_radio(eifs_nav, false, false);
+        let mut m = medium(config(&[0.0, 200.0, 650.0], &r));
+        let mut out = Vec::new();
+        m.send(MS, 0, unicast(1, 1), &mut out);
+        m.send(MS + 100 * US, 2, broadcast(2), &mut out);
+        m.advance(200 * MS, &mut out);
+        (out, m)
+    };
+    let t = MacTimings::new(&wavelan());
+    let (out, m) = run(false);
+    assert_eq!(cts_times(&out)[0], MS + t.rts + delay(200.0) + t.sifs, "standard: CTS after SIFS");
+    assert_eq!(m.stats(0).cts_timeouts, 0);
+    let (out, m) = run(true);
+    let weak_end = MS + 100 * US + broadcast_airtime(&wavelan()) + delay(450.0);
+    assert!(cts_times(&out)[0] > weak_end + t.eifs, "first CTS {:?}, NAV until {}", cts_times(&out), weak_end + t.eifs);
+    assert!(m.stats(0).cts_timeouts >= 1);
+    assert_eq!(outcomes(&out).iter().filter(|o| matches!(o.2, TxOutcome::Acked { .. })).count(), 1);
+}
+
+#[test]
+fn eifs_nav_a_failed_reception_waits_eifs_then_difs() {
+    // As undecodable_reception_makes_the_next_access_wait_eifs, with ns-2's
+    // EIFS: a NAV of EIFS, then DIFS before the countdown.
+    let r = {
+        let mut r = no_rts();
+        r.eifs_nav = true;
+        r
+    };
+    let run = |x2: f64| {
+        let mut m = medium(config(&[0.0, 100.0, x2], &r));
+        let mut out = Vec::new();
+        m.send(MS, 0, broadcast(1), &mut out);
+        m.send(2 * MS, 2, broadcast(2), &mut out);
+        m.advance(100 * MS, &mut out);
+        air(&out).into_iter().find(|a| a.1 == 2).expect("node 2 sent").0 - (MS + broadcast_airtime(&r) + delay(x2))
+    };
+    let t = MacTimings::new(&r);
+    assert_eq!(run(400.0) - run(200.0), t.eifs);
+}
+
+#[test]
+fn receive_during_tx_a_frame_arriving_while_sending_deafens_the_receiver() {
+    // Nodes 1 and 2 (400 m apart, sensing each other) start broadcasts at
+    // the same instant; node 1's is short, node 2's long. Node 0 (200 m from
+    // node 1, 600 m from node 2) then sends node 1 a frame while node 2's is
+    // still arriving there. Standard: node 1 locks on it (12 dB above node
+    // 2's signal) and ACKs. ns-2: node 1 is still receiving node 2's frame,
+    // which began during its own transmission, and loses node 0's.
+    let run = |receive_during_tx: bool| {
+        let mut r = no_rts();
+        r.receive_during_tx = receive_during_tx;
+        let mut m = medium(config(&[-200.0, 0.0, 400.0], &r));
+        let mut out = Vec::new();
+        m.send(MS, 1, Frame { dst: Dest::Broadcast, len: 40, priority: false, payload: 1 }, &mut out);
+        m.send(MS, 2, broadcast(2), &mut out);
+        m.send(MS + 10 * US, 0, unicast(1, 3), &mut out);
+        m.advance(300 * MS, &mut out);
+        m.stats(0).clone()
+    };
+    let standard = run(false);
+    assert_eq!((standard.ack_timeouts, standard.tx_data_frames), (0, 1));
+    let ns2 = run(true);
+    assert!(ns2.ack_timeouts >= 1, "{ns2:?}");
+    assert_eq!(ns2.tx_data_frames, 1, "acknowledged once node 2's frame is over");
+}
+
+#[test]
+fn responses_need_idle_no_cts_while_a_frame_arrives_in_the_sifs() {
+    // Node 2 (450 m from node 1: sensed; 650 m from node 0: not) starts a
+    // frame that reaches node 1 inside the SIFS after node 0's RTS.
+    let run = |responses_need_idle: bool| {
+        let r = ns2_radio(false, false, responses_need_idle);
+        let mut m = medium(config(&[0.0, 200.0, 650.0], &r));
+        let mut out = Vec::new();
+        let t = MacTimings::new(&r);
+        m.send(MS, 0, unicast(1, 1), &mut out);
+        let rts_end_at_1 = MS + t.rts + delay(200.0);
+        m.send(rts_end_at_1 + 2 * US - delay(450.0), 2, broadcast(2), &mut out);
+        m.advance(200 * MS, &mut out);
+        (cts_times(&out), rts_end_at_1 + t.sifs)
+    };
+    let (cts, due) = run(false);
+    assert_eq!(cts[0], due);
+    let (cts, due) = run(true);
+    assert!(cts[0] > due, "{cts:?}");
+}
+
+#[test]
+fn retry_drop_flush_takes_the_queued_frames_to_the_same_receiver() {
+    // Node 1 is out of range: every frame to it fails. Node 2 is near.
+    let run = |flush: bool| {
+        let mut r = no_rts();
+        r.retry_drop_flush = flush;
+        let mut m = medium(config(&[0.0, 1000.0, 100.0], &r));
+        let mut out = Vec::new();
+        m.send(MS, 0, unicast(1, 1), &mut out);
+        m.send(MS, 0, unicast(1, 2), &mut out);
+        m.send(MS, 0, unicast(2, 3), &mut out);
+        m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 4 }, &mut out);
+        m.send(MS, 0, unicast(1, 5), &mut out);
+        m.advance(10_000 * MS, &mut out);
+        let mut o: Vec<(u32, TxOutcome)> = outcomes(&out).into_iter().map(|(_, id, oc)| (id, oc)).collect();
+        o.sort_by_key(|x| x.0);
+        (o, m.link_drops(0), m.stats(0).retry_drops)
+    };
+    let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
+    let acked = TxOutcome::Acked { rts_attempts: 0, data_attempts: 1 };
+    let (o, links, retries) = run(false);
+    assert_eq!(o, vec![(1, drop7), (2, drop7), (3, acked), (4, drop7), (5, drop7)]);
+    assert_eq!((links, retries), (0, 4));
+    // Frame 1's failure takes every queued frame to node 1 with it, the
+    // (queued) priority frame included, as ns-2's ifqueue->filter does.
+    let (o, links, retries) = run(true);
+    assert_eq!(o, vec![(1, drop7), (2, TxOutcome::LinkDrop), (3, acked), (4, TxOutcome::LinkDrop), (5, TxOutcome::LinkDrop)]);
+    assert_eq!((links, retries), (3, 1));
+}
+
+#[test]
+fn retry_drop_flush_is_not_set_off_by_a_priority_frame() {
+    // ns-2's AODV flushes after data packets only: a routing packet that
+    // fails is dropped alone.
+    let mut r = no_rts();
+    r.retry_drop_flush = true;
+    let mut m = medium(config(&[0.0, 1000.0], &r));
+    let mut out = Vec::new();
+    m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 1 }, &mut out);
+    m.send(MS, 0, unicast(1, 2), &mut out);
+    m.advance(10_000 * MS, &mut out);
+    let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
+    assert_eq!(outcomes(&out), vec![(0, 1, drop7), (0, 2, drop7)]);
+    assert_eq!(m.link_drops(0), 0);
 }
