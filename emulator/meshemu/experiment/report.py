@@ -184,7 +184,8 @@ def _write_summary_csv(data: Dataset, columns: list[str], path: Path) -> None:
             values = [v for v in (_number(row.get(metric)) for row in group_rows) if v is not None]
             if values:
                 estimate = mean_ci(values)
-                rows.append({**base, "metric": metric, "n": estimate.n, "mean": estimate.mean,
+                # "runs", not "n": a swept parameter is often called n (topology.generate.n).
+                rows.append({**base, "metric": metric, "runs": estimate.n, "mean": estimate.mean,
                              "ci_low": estimate.low, "ci_high": estimate.high, "stdev": estimate.stdev})
     _write_rows(rows, path)
 
