@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = command("validate", _validate, "check topology, sim and experiment files")
     sub.add_argument("files", nargs="+", metavar="FILE")
+    sub.add_argument("--driver", choices=experiment_plan.DRIVERS, default=experiment_plan.LAB,
+                     help="plan experiment files for this driver of meshemu run (default lab)")
 
     sub = command("sim", _sim, "run a sim file in virtual time (every sweep point and seed)")
     sub.add_argument("file", metavar="FILE")
@@ -124,7 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--dry-run", action="store_true",
                      help="print each run's scenario (the input of meshemu-medium sim) as one JSON line; run nothing")
 
-    sub = command("run", _run, "run an experiment file in labs: every sweep point and seed, one record per run")
+    sub = command("run", _run, "run an experiment file in labs (or in ns-2): every sweep point and seed, one record "
+                               "per run")
     sub.add_argument("file", metavar="EXPERIMENT")
     _run_options(sub)
 
@@ -154,9 +157,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
-    sub.add_argument("--jobs", type=_positive_int, default=1,
-                     help="labs at once (default 1: labs run in real time; more than half the cores "
-                          "makes them late)")
+    sub.add_argument("--driver", choices=experiment_plan.DRIVERS, default=experiment_plan.LAB,
+                     help="lab (default): real-time labs of Linux namespaces; ns2: each run translated into an "
+                          "ns-2.35 scenario and simulated (what ns-2 cannot do is refused)")
+    sub.add_argument("--jobs", type=_positive_int, default=None,
+                     help="runs at once (labs: default 1, they run in real time and more than half the cores "
+                          "makes them late; ns2: default the number of cores)")
     sub.add_argument("--resume", action="store_true", help="skip the runs already recorded in the results")
     sub.add_argument("--only", action="append", default=[], metavar="PARAM=VALUE",
                      help="only the runs with this swept value (or seed=N); repeatable, all must match")
@@ -377,7 +383,7 @@ def _validate(args: argparse.Namespace) -> int:
     failed = False
     for name in args.files:
         try:
-            out.print(f"{name}: ok ({_validate_one(name)})")
+            out.print(f"{name}: ok ({_validate_one(name, args.driver)})")
         except ConfigError as exc:
             failed = True
             for problem in exc.problems:
@@ -389,14 +395,19 @@ def _runs(runs: list[Any]) -> str:
     return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
 
 
-def _validate_one(name: str) -> str:
+def _plan_counts(plan: experiment_plan.Plan) -> str:
+    return _runs(plan.runs) + (f" ({len(plan.skipped)} skipped)" if plan.skipped else "")
+
+
+def _validate_one(name: str, driver: str) -> str:
     document = load_yaml(name)
     if experiment_plan.is_experiment_file(document):
         scales = document.data.get("scales")
-        counts = [_runs(experiment_plan.plan_experiment(document).runs)]
+        counts = [_plan_counts(experiment_plan.plan_experiment(document, driver=driver))]
         # Every scale must give a valid plan too: `--scale full` must not fail hours later.
         for scale in scales if isinstance(scales, dict) else {}:
-            counts.append(f"scale {scale}: {_runs(experiment_plan.load_experiment(name, scale=scale).runs)}")
+            counts.append(f"scale {scale}: "
+                          f"{_plan_counts(experiment_plan.load_experiment(name, scale=scale, driver=driver))}")
         return "experiment file, " + "; ".join(counts)
     if simfile.is_sim_file(document):
         plan = simfile.plan_sim(document)
@@ -519,7 +530,7 @@ def _vm_run(command: list[str], memory: str, cpus: int | None, writable: list[st
 # --- experiments --------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, scale=args.scale)
+    plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, scale=args.scale, driver=args.driver)
     if not args.dry_run and not hwsim.in_vm() and any(run.topology.backend.get("vm") for run in plan.runs):
         out.print("The experiment's topology asks for the VM (backend.vm: true): running it there.")
         return _vm_run([sys.executable, "-m", "meshemu", *args.command_line], vm.DEFAULT_MEMORY, None, [])
@@ -536,12 +547,16 @@ def _run_plan(plan: experiment_plan.Plan, args: argparse.Namespace) -> int:
         for run in runs:
             print(f"{run.run_id}  {run.label()}")
         return 0
-    if os.geteuid() != 0:
-        raise LabError("experiments run in labs, which need root (network namespaces): run as root")
+    lab = args.driver == experiment_plan.LAB
+    if lab and os.geteuid() != 0:
+        raise LabError("experiments run in labs, which need root (network namespaces): run as root "
+                       "(or --driver ns2)")
     if not args.resume and results.records():
-        raise MeshemuError(f"{results.path} holds results already: --resume to add the missing runs, "
-                           "or --out DIR for a new directory")
-    if args.jobs > max(1, cores() // 2):
+        raise MeshemuError(f"{results.path} holds results already: --resume to add the missing runs (runs of "
+                           "another driver have their own ids), or --out DIR for a new directory")
+    if args.jobs is None:
+        args.jobs = 1 if lab else cores()
+    if lab and args.jobs > max(1, cores() // 2):
         err.print(f"[yellow]warning: --jobs {args.jobs} on {cores()} cores: labs run in real time and may fall "
                   "behind (runs are flagged behind_real_time)[/yellow]")
     err.print(f"{escape(plan.description or plan.name)}: {len(runs)} runs, results in {results.path}")
@@ -574,7 +589,8 @@ def _report(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .experiment import demo
 
-    plan = experiment_plan.load_experiment(demo.demo_file(), overrides=args.overrides, scale=args.scale)
+    plan = experiment_plan.load_experiment(demo.demo_file(), overrides=args.overrides, scale=args.scale,
+                                           driver=args.driver)
     if args.out is None:  # every demo anew, unless asked to resume one
         args.out = str(Path("results") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
     status = _run_plan(plan, args)

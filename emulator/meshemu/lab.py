@@ -234,6 +234,8 @@ class Lab:
         """Create the lab; returns once the medium reports it ready."""
         if os.geteuid() != 0:
             raise LabError("a lab needs root (it creates network namespaces): run as root")
+        if self.routing.name in routing.NS2_ONLY_ROUTING:
+            raise LabError(routing.only_in_ns2(self.routing.name))
         program = medium.find_program()
         if self.backend["kind"] == "hwsim":
             hwsim.check_kernel(self.backend)

@@ -1,5 +1,6 @@
-"""Talking to `meshemu-medium`: the `links` and `sim` subcommands and the
-control socket of a running lab (emulator/README.md sections 2, 3 and 6)."""
+"""Talking to `meshemu-medium`: the `links`, `mobility` and `sim` subcommands
+and the control socket of a running lab (emulator/README.md sections 2, 3
+and 6)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,18 @@ def sim(scenario: dict[str, Any]) -> dict[str, Any]:
     if result.returncode != 0:
         raise _failure(f"{MEDIUM_PROGRAM} sim", result)
     return _decode(f"{MEDIUM_PROGRAM} sim", result.stdout)
+
+
+def trajectories(config: dict[str, Any], until_ns: int) -> list[list[dict[str, Any]]]:
+    """`meshemu-medium mobility -`: every node's path from time 0 until at
+    least `until_ns`, as the model moves it: [{"t_ns", "position"}, ...] per
+    node, straight lines between the points."""
+    program = find_program()
+    result = subprocess.run([str(program), "mobility", "-", "--until-ns", str(until_ns)], input=json.dumps(config),
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise _failure(f"{MEDIUM_PROGRAM} mobility", result)
+    return [node["trajectory"] for node in _decode(f"{MEDIUM_PROGRAM} mobility", result.stdout)["nodes"]]
 
 
 def rx_neighbours(link_report: dict[str, Any], count: int) -> list[set[int]]:

@@ -8,6 +8,8 @@
     routing: {babeld: {hello_interval: 1s}}
     routing: copas                       # copasd (routing/copas) in every node
     routing: {copas: {backoff_thres: 6, t_collect: 1.5s}}
+    routing: dsr                         # ns-2's DSR and DSDV: `meshemu run --driver ns2` only
+    routing: dsdv
 
 A choice maps to (a) the `routing` of LAB.json (`static`, or `none` when a
 daemon owns the routes) and whether the medium leaves IPv6 link-local on, and
@@ -68,6 +70,9 @@ AODV_DAEMON_KEYS = ("quickack", "link_feedback_poll_ms")
 # mark every route with quickack themselves.
 DAEMON_ROUTING = ("aodv", "babeld", "copas")
 QUICKACK_DAEMONS = ("aodv", "copas")
+# Routing choices that are ns-2 agents with no daemon of ours: only the ns-2
+# driver runs them.
+NS2_ONLY_ROUTING = ("dsr", "dsdv")
 
 _AODV_KEYS = {
     "hello_interval": ("hello_interval_ms", 1e-6),
@@ -86,7 +91,7 @@ class RoutingChoice:
     """A topology's routing: the name and the daemon's settings (aodvd's
     [aodv] keys, or babeld's interface options)."""
 
-    name: str  # static | none | aodv | babeld | copas
+    name: str  # static | none | aodv | babeld | copas | dsr | dsdv
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -123,6 +128,12 @@ def choice_of(spec: Any) -> RoutingChoice:
         options = {key: value / 1e9 for key, value in spec.babeld.model_dump(exclude_none=True).items()}
         return RoutingChoice("babeld", options)
     raise TypeError(f"not a routing spec: {spec!r}")
+
+
+def only_in_ns2(name: str) -> str:
+    """Why a lab cannot run an ns-2-only routing choice."""
+    return (f"routing: {name} is ns-2's {name.upper()} agent, which has no daemon in meshemu: only ns-2 runs it "
+            "(meshemu run FILE --driver ns2)")
 
 
 def saved_choice(run_dir: Path) -> RoutingChoice:

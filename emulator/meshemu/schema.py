@@ -508,14 +508,16 @@ def _routing_kind(value: Any) -> str | None:
 
 RoutingSpec = Annotated[
     Union[
-        Annotated[Literal["static", "none", "aodv", "babeld", "copas"], Tag("name")],
+        # dsr and dsdv: ns-2's agents, for the ns-2 driver only (routing.NS2_ONLY_ROUTING).
+        Annotated[Literal["static", "none", "aodv", "babeld", "copas", "dsr", "dsdv"], Tag("name")],
         Annotated[AodvRouting, Tag("aodv")],
         Annotated[BabeldRouting, Tag("babeld")],
         Annotated[CopasRouting, Tag("copas")],
     ],
     Discriminator(_routing_kind, custom_error_type="routing",
-                  custom_error_message="expected static, none, aodv, babeld, copas, {aodv: {option: value}}, "
-                                       "{babeld: {option: value}} or {copas: {option: value}}"),
+                  custom_error_message="expected static, none, aodv, babeld, copas, dsr, dsdv, "
+                                       "{aodv: {option: value}}, {babeld: {option: value}} or "
+                                       "{copas: {option: value}}"),
 ]
 
 

@@ -27,7 +27,7 @@ from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
 from .. import queueing
 from . import metrics, pcap
-from .plan import Flow, Run
+from .plan import NS2, Flow, Run
 
 NS = 1_000_000_000
 # Receivers and probes get this long to start before time 0.
@@ -40,6 +40,8 @@ PROCESS_GRACE_S = 3.0
 QUEUEING_FILE = "bpd.json"
 # Where a run keeps its routing daemons' events and counters.
 ROUTING_DIR = "routing"
+# ns-2.35's program (Debian package ns2), for runs of the ns-2 driver.
+NS2_PROGRAM = "ns"
 
 
 class Interrupted(MeshemuError):
@@ -58,8 +60,12 @@ class Tools:
 
     @classmethod
     def find(cls, runs: list[Run]) -> "Tools":
-        needed = {"ss", "sysctl", "ip"}
+        needed = set()
         for run in runs:
+            if run.driver == NS2:
+                needed.add(NS2_PROGRAM)
+                continue
+            needed |= {"ss", "sysctl", "ip"}
             for flow in run.flows:
                 if flow.kind == "tcp":
                     needed |= {"iperf3", "meshemu-tcpprobe"}
@@ -85,7 +91,7 @@ class Tools:
                     tools.paths[name] = found
         if missing:
             raise MeshemuError(f"programs the experiment needs are missing: {', '.join(missing)} "
-                               "(./setup.sh installs and builds them)")
+                               "(./setup.sh installs and builds them; ns is Debian's ns2)")
         return tools
 
     def __getitem__(self, name: str) -> str:
@@ -111,6 +117,7 @@ class Outcome:
     behind_real_time: bool
     started: float  # unix time
     duration_s: float
+    record: dict[str, Any] = field(default_factory=dict)  # what the driver adds to the record (ns2: its section)
 
 
 def control_overhead(lab: Lab) -> tuple[int, int] | None:

@@ -10,6 +10,12 @@ offer (vegas, westwood, ... on a kernel built without them) is skipped, with
 the reason, while other runs remain: a study names every variant and runs
 what the machine has (and the rest where the kernel has them). A name that is
 no Linux congestion control at all is an error, as is a plan with no run left.
+
+A plan is for one driver: `lab` (real time, the default) or `ns2` (the file
+translated into an ns-2.35 scenario, meshemu/ns2/). A run with a setting
+ns-2 cannot reproduce is skipped in the same way, naming the setting where it
+is written (ns2/support.py), so a study's other cases still run in ns-2;
+routing only ns-2 has (dsr, dsdv) is an error in a lab's plan.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from pydantic import ValidationError
 
 from .. import medium
 from ..errors import ConfigError, Problem
-from ..routing import DAEMON_ROUTING, QUICKACK_DAEMONS
+from ..ns2.support import unsupported
+from ..routing import DAEMON_ROUTING, NS2_ONLY_ROUTING, QUICKACK_DAEMONS, only_in_ns2
 from ..schema import StrictModel
 from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
 from ..sweep import expand, inline_topology_file, seeds_of, sweep_paths
@@ -42,6 +49,10 @@ LINUX_CONGESTION_CONTROLS = frozenset({
     "scalable", "vegas", "veno", "westwood", "yeah"})
 FIRST_PORT = 5201
 NS = 1_000_000_000
+# Who carries out the runs: a real-time lab, or ns-2.35 (meshemu/ns2/).
+LAB = "lab"
+NS2 = "ns2"
+DRIVERS = (LAB, NS2)
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,7 @@ class Run:
     measure: dict[str, Any]
     sysctl: dict[str, dict[str, str]]  # node -> {key: value}
     routes_quickack: tuple[str, ...]  # nodes whose routes get quickack (delayed ACKs off)
+    driver: str = LAB
 
     @property
     def config(self) -> dict[str, Any]:
@@ -99,8 +111,10 @@ class Run:
     @property
     def run_id(self) -> str:
         """A stable hash of the swept values, the seed and the resolved
-        configuration: the same run has the same id on every machine."""
-        text = json.dumps({"params": self.params, "seed": self.seed, "config": self.config}, sort_keys=True)
+        configuration (and the driver, unless it is the lab, so lab runs keep
+        their ids): the same run has the same id on every machine."""
+        driver = {} if self.driver == LAB else {"driver": self.driver}
+        text = json.dumps({"params": self.params, "seed": self.seed, "config": self.config, **driver}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def label(self) -> str:
@@ -110,8 +124,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A run this machine cannot carry out (its congestion control is not in
-    this kernel), with the reason."""
+    """A run the driver cannot carry out (a lab: its congestion control is
+    not in this kernel; ns-2: a setting it has no equivalent for), with the
+    reason."""
 
     params: dict[str, Any]
     seed: int
@@ -150,19 +165,23 @@ def is_experiment_file(document: Document) -> bool:
 
 
 def load_experiment(path: str | Path, *, overrides: list[str] = (), scale: str | None = None,
-                    links: LinksFunction = medium.links) -> Plan:
-    return plan_experiment(load_yaml(path), overrides=overrides, scale=scale, links=links)
+                    links: LinksFunction = medium.links, driver: str = LAB) -> Plan:
+    return plan_experiment(load_yaml(path), overrides=overrides, scale=scale, links=links, driver=driver)
 
 
 def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str | None = None,
-                    links: LinksFunction = medium.links, available_cc: list[str] | None = None) -> Plan:
-    """Every run of the file, validated; all problems at once."""
+                    links: LinksFunction = medium.links, available_cc: list[str] | None = None,
+                    driver: str = LAB) -> Plan:
+    """Every run of the file for `driver`, validated; all problems at once."""
+    if driver not in DRIVERS:
+        raise ValueError(f"unknown driver {driver!r}")
     if not isinstance(document.data, dict):
         raise document.error((), "expected a mapping (an experiment file)")
     _apply_scale(document, scale)
     _apply_overrides(document, overrides)
     inline_topology_file(document)
-    cc = available_cc if available_cc is not None else kernel_congestion_controls()
+    # ns-2's TCP agents are its own: the kernel's list matters to labs only.
+    cc = [] if driver == NS2 else available_cc if available_cc is not None else kernel_congestion_controls()
     problems: list[Problem] = []
     runs: list[Run] = []
     skipped: list[Skipped] = []
@@ -172,7 +191,7 @@ def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str
             problems.extend(point)
             continue
         try:
-            runs.extend(_runs_of(point.document, point.params, point.choices, links, cc, skipped, unavailable))
+            runs.extend(_runs_of(point.document, point.params, point.choices, links, cc, skipped, unavailable, driver))
         except ConfigError as exc:
             problems.extend(exc.problems)
     if not runs and unavailable:
@@ -246,7 +265,7 @@ def kernel_congestion_controls() -> list[str]:
 
 
 def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int], links: LinksFunction,
-             available_cc: list[str], skipped: list[Skipped], unavailable: list[Problem]) -> list[Run]:
+             available_cc: list[str], skipped: list[Skipped], unavailable: list[Problem], driver: str) -> list[Run]:
     try:
         spec = ExperimentSpec.model_validate(document.data)
     except ValidationError as exc:
@@ -257,16 +276,26 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     runs = []
     for seed in seeds:
         topology = resolve_topology(document, ("topology",), links=links, seed=seed, mac=mac)
+        if driver == LAB and topology.routing_choice.name in NS2_ONLY_ROUTING:
+            raise document.error(("topology", "routing"), only_in_ns2(topology.routing_choice.name))
         hops = hop_counts(links(topology.medium), len(topology.nodes))
         try:
             flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
-            topology, quickack = _quickack_by_routing(document, topology, quickack)
+            if driver == LAB:  # quickack is how Linux turns delayed ACKs off; ns-2 picks a sink agent
+                topology, quickack = _quickack_by_routing(document, topology, quickack)
         except _Unavailable as exc:
             unavailable.extend(exc.problems)
             skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in exc.problems)))
             continue
+        if driver == NS2:
+            problems = unsupported(document, spec, topology, flows)
+            if problems:  # as an unavailable congestion control: the study's other runs remain
+                unavailable.extend(problems)
+                skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in problems)))
+                continue
         measure = spec.measure.model_dump()
-        runs.append(Run(params, choices, seed, topology, flows, spec.duration, spec.warmup, measure, sysctl, quickack))
+        runs.append(Run(params, choices, seed, topology, flows, spec.duration, spec.warmup, measure, sysctl, quickack,
+                        driver))
     return runs
 
 

@@ -4,6 +4,11 @@ parameter on the same other values and seeds (over all pairs, and per value
 of the x parameter when that is swept too), and plots (PNG and SVG) in
 `RESULTS_DIR/report/`: metric vs a parameter with CI error bars, bars per
 value (e.g. per hop count), CDFs over runs, and a run's time series.
+
+When the directory holds runs of more than one driver (`meshemu run
+--driver`), `driver` is a parameter like a swept one: groups split by it,
+and `--compare driver` pairs each lab run with the ns-2 run of the same swept
+values and seed.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from rich.table import Table  # noqa: E402
 from ..errors import MeshemuError  # noqa: E402
 from . import metrics as run_metrics  # noqa: E402
 from .plan import short_name  # noqa: E402
-from .results import ResultsDir, flatten_record  # noqa: E402
+from .results import DEFAULT_DRIVER, ResultsDir, flatten_record  # noqa: E402
 from .stats import CONFIDENCE, mean_ci, paired_t_test  # noqa: E402
 
 MARKERS = ["o", "s", "^", "D", "v", "x", "+", "*"]
 HOPS = "hops"
+# The parameter that tells the drivers apart (it is no path of the file).
+DRIVER = "driver"
 
 
 class Dataset:
@@ -43,10 +50,13 @@ class Dataset:
         for record in records:
             paths += [path for path in record.get("params", {}) if path not in paths]
         self.param_paths = paths
-        self.params = {short_name(path, paths): path for path in paths}
+        self.params: dict[str, str | None] = {short_name(path, paths): path for path in paths}
+        if len({record.get("driver", DEFAULT_DRIVER) for record in records}) > 1 and DRIVER not in self.params:
+            self.params[DRIVER] = None
 
     def param(self, row: dict[str, Any], name: str) -> Any:
-        return row.get(f"params.{self.params[name]}")
+        path = self.params[name]
+        return row[DRIVER] if path is None else row.get(f"params.{path}")
 
     def metric_columns(self, wanted: list[str] | None) -> list[str]:
         numeric = [key for key in self.rows[0] if key.startswith(("flows.", "medium.", "routing."))]

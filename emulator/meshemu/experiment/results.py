@@ -5,8 +5,9 @@
     failed.jsonl    runs that failed (not skipped by --resume)
     runs/<run_id>/  each run's artefacts: tool outputs, traces, captures
 
-A record: run_id, experiment, params, seed, config, software, started,
-duration_s, metrics, lateness, behind_real_time.
+A record: run_id, experiment, driver (lab or ns2; records from before
+drivers have none and are lab runs), params, seed, config, software, started,
+duration_s, metrics, lateness, behind_real_time; ns-2 runs add `ns2`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ RUNS = "runs.jsonl"
 FAILED = "failed.jsonl"
 CSV = "runs.csv"
 ARTEFACTS = "runs"
+# The driver of records written before there was a choice.
+DEFAULT_DRIVER = "lab"
 
 
 def software_version() -> dict[str, Any]:
@@ -123,10 +126,11 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def flatten_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A record as one flat row: run_id, params.*, seed, the run's flags, then
+    """A record as one flat row: run_id, driver, params.*, seed, the run's flags, then
     metrics with flows keyed by their name (`flows.f0.goodput_bps`) and the
     medium's totals (`medium.retry_drops`); per-node counters stay in the JSON."""
-    row: dict[str, Any] = {"run_id": record["run_id"], "experiment": record.get("experiment")}
+    row: dict[str, Any] = {"run_id": record["run_id"], "experiment": record.get("experiment"),
+                           "driver": record.get("driver", DEFAULT_DRIVER)}
     row.update(flatten(record.get("params", {}), "params"))
     row["seed"] = record.get("seed")
     row["behind_real_time"] = record.get("behind_real_time")

@@ -1,6 +1,7 @@
-"""Carrying out the runs of a plan: `jobs` labs at a time, progress with an
+"""Carrying out the runs of a plan: `jobs` runs at a time, progress with an
 ETA and the live goodput of the runs under way, records appended as runs
-finish, Ctrl-C (or SIGTERM) handled cleanly.
+finish, Ctrl-C (or SIGTERM) handled cleanly. Each run goes to its driver
+(`Runner._execution`): a lab of its own (execute.py), or ns-2 (ns2/driver.py).
 
 Ctrl-C sets a stop event that every run checks while it waits: runs under
 way stop, tear their labs down and are not recorded; runs not started are
@@ -18,6 +19,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -25,8 +27,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from ..errors import MeshemuError
-from .execute import Execution, Interrupted, Tools
-from .plan import Plan, Run, short_name
+from ..ns2.driver import Ns2Execution, ns_version
+from .execute import NS2_PROGRAM, Execution, Interrupted, Tools
+from .plan import NS2, Plan, Run, short_name
 from .results import ResultsDir, software_version
 
 NS = 1_000_000_000
@@ -69,14 +72,22 @@ class Runner:
         self.jobs = jobs
         self.console = console
         self.stop = threading.Event()
-        self.active: dict[str, tuple[Run, Execution]] = {}
+        self.active: dict[str, tuple[Run, Execution | Ns2Execution]] = {}
         self.lock = threading.Lock()
         self.summary = Summary()
         self.software = software_version()
+        self.ns2_version: dict[str, Any] = {}
         self.run_seconds: list[float] = []
 
     def lab_name(self, run: Run) -> str:
         return f"x{run.run_id[:12]}"
+
+    def _execution(self, run: Run, artefacts: Path, tools: Tools) -> Execution | Ns2Execution:
+        """The run's driver: ns-2, or a lab of its own."""
+        if run.driver == NS2:
+            return Ns2Execution(run, artefacts, tools[NS2_PROGRAM], self.ns2_version, self.stop,
+                                f"{self.plan.name}: run {run.run_id}, {run.label()}")
+        return Execution(run, self.lab_name(run), artefacts, tools, self.stop)
 
     # --- one run, in a worker thread ---
 
@@ -86,7 +97,7 @@ class Runner:
         run_id = run.run_id
         partial = self.results.partial(run_id)
         shutil.rmtree(partial, ignore_errors=True)
-        execution = Execution(run, self.lab_name(run), partial, tools, self.stop)
+        execution = self._execution(run, partial, tools)
         with self.lock:
             self.active[run_id] = (run, execution)
         try:
@@ -111,6 +122,7 @@ class Runner:
         record = {
             "run_id": run_id,
             "experiment": self.plan.name,
+            "driver": run.driver,
             "params": run.params,
             "seed": run.seed,
             "config": run.config,
@@ -120,6 +132,7 @@ class Runner:
             "metrics": outcome.metrics,
             "lateness": outcome.lateness,
             "behind_real_time": outcome.behind_real_time,
+            **outcome.record,
         }
         final = self.results.artefacts(run_id)
         shutil.rmtree(final, ignore_errors=True)
@@ -145,6 +158,8 @@ class Runner:
         if not pending:
             return self.summary
         tools = Tools.find(pending)
+        if NS2_PROGRAM in tools.paths:
+            self.ns2_version = ns_version(tools[NS2_PROGRAM])
         self.results.path.mkdir(parents=True, exist_ok=True)
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:

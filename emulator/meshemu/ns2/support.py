@@ -1,0 +1,184 @@
+"""What the ns-2 driver can run, checked when the file is planned: every
+setting ns-2.35 has no equivalent for is refused, naming the key where it is
+written, before anything runs (a run that silently left a setting out would
+compare different things).
+
+Refused, and why:
+- our daemons (routing copas, babeld; queueing by bpd), `command` and
+  `tfrc` traffic, `sysctl`: programs and kernel settings of the lab's nodes;
+- `backend: hwsim`, `mac: {tdma: ...}`: ns-2.35's Mac/802_11 is DCF only;
+- per-link overrides (`links`), a radio `bit_error_rate`, `capture_restart`,
+  shadowing `per: link`, OFDM radios: ns-2's WirelessPhy has no bit errors,
+  captures only a frame that starts first, draws shadowing per frame and
+  times DSSS frames only;
+- radios that differ between nodes: ns-2.35's channel computes one
+  carrier-sense range for all (WirelessChannel::calcHighestAntennaZ);
+- positions off the ground (z != 0): ns-2's two-ray model assumes flat
+  ground and its channel finds receivers from the antenna height alone;
+- `routing: static`/`none` with a flow of more than one hop: ns-2 has no
+  static routes for wireless nodes (DumbAgent reaches neighbours only);
+- AODV options other than what Debian's ns-2.35 AODV does (compile-time
+  constants in aodv.h): link-layer detection, no HELLOs, local repair, ...;
+- TCP congestion controls ns-2 has no agent for (Linux's cubic, bbr, ...,
+  and no `cc` at all, which is the kernel's default in a lab);
+- lab measurements: `measure.capture`, `measure.sim_reference`,
+  `measure.stats_interval`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Problem
+from ..routing import DAEMON_ROUTING
+from ..source import DataPath, Document
+from .scenario import SACK_AGENT, TCP_AGENTS
+
+if TYPE_CHECKING:
+    from ..experiment.plan import Flow
+    from ..experiment.spec import ExperimentSpec
+    from ..topology import Topology
+
+# Debian's ns-2.35 AODV (aodv/aodv.h, built as shipped), in the units of
+# routing.choice_of's options: what `routing: {aodv: {...}}` may ask of it.
+NS2_AODV = {
+    "hello_interval_ms": ("hello_interval", 0, "sends no HELLOs (AODV_LINK_LAYER_DETECTION): 0s"),
+    "link_layer_feedback": ("link_layer_feedback", True, "detects broken links from the MAC (true)"),
+    "allowed_hello_loss": ("allowed_hello_loss", 3, "has ALLOWED_HELLO_LOSS 3"),
+    "local_repair": ("local_repair", True, "repairs routes locally (true)"),
+    "active_route_timeout_ms": ("active_route_timeout", 10_000, "has ACTIVE_ROUTE_TIMEOUT 10s"),
+    "rreq_retries": ("rreq_retries", 3, "has RREQ_RETRIES 3"),
+    "expanding_ring_search": ("expanding_ring_search", True, "searches with an expanding ring (true)"),
+    "ttl_start": ("ttl_start", 5, "has TTL_START 5"),
+    "ttl_increment": ("ttl_increment", 2, "has TTL_INCREMENT 2"),
+    "ttl_threshold": ("ttl_threshold", 7, "has TTL_THRESHOLD 7"),
+    "net_diameter": ("net_diameter", 30, "has NETWORK_DIAMETER 30"),
+    "node_traversal_time_ms": ("node_traversal_time", 30, "has NODE_TRAVERSAL_TIME 30ms"),
+    "intermediate_replies": ("intermediate_replies", True, "lets intermediate nodes reply (true)"),
+    "gratuitous_rrep": ("gratuitous_rrep", False, "sends no gratuitous RREPs (false)"),
+    "rrep_ack": ("rrep_ack", False, "asks for no RREP-ACKs (false)"),
+    "broadcast_jitter_ms": ("broadcast_jitter", 10, "jitters broadcasts by up to 10ms"),
+}
+
+
+def unsupported(document: Document, spec: "ExperimentSpec", topology: "Topology",
+                flows: tuple["Flow", ...]) -> list[Problem]:
+    """Every setting of one planned run that ns-2.35 cannot reproduce."""
+    problems: list[Problem] = []
+
+    def refuse(path: DataPath, message: str) -> None:
+        problem = document.problem(path, message)
+        if problem not in problems:
+            problems.append(problem)
+
+    _setup(document, spec, topology, refuse)
+    _routing(topology, flows, refuse)
+    _radios(document, topology, refuse)
+    _traffic(flows, refuse)
+    return problems
+
+
+def _setup(document: Document, spec: "ExperimentSpec", topology: "Topology", refuse: Any) -> None:
+    if topology.backend["kind"] != "tap":
+        refuse(("topology", "backend"), "ns-2 has no mac80211_hwsim radios (its Mac/802_11 is the model): "
+                                        "remove backend for --driver ns2")
+    if topology.medium["mac"]["kind"] != "dcf":
+        refuse(("mac",) if spec.mac is not None else ("topology", "mac"),
+               "ns-2.35's Mac/802_11 is DCF only: use mac: dcf with --driver ns2")
+    if topology.queueing.runs_daemon:
+        refuse(("topology", "queueing"), "bpd is a daemon of ours and runs in labs only; ns-2 nodes queue in their "
+                                         "interface queue (queueing: fifo)")
+    if topology.medium["links"]:
+        refuse(("topology", "links"), "ns-2's WirelessPhy has no per-link bit error rate or extra loss")
+    if spec.sysctl:
+        refuse(("sysctl",), "sysctl sets the Linux kernels of a lab's nodes; ns-2 nodes have none")
+    for key in ("capture", "sim_reference", "stats_interval"):
+        if getattr(spec.measure, key):
+            refuse(("measure", key), f"measure.{key} is a measurement of labs; the ns-2 driver records its "
+                                     "counters over the window from the trace")
+
+
+def _routing(topology: "Topology", flows: tuple["Flow", ...], refuse: Any) -> None:
+    choice = topology.routing_choice
+    if choice.name in DAEMON_ROUTING and choice.name != "aodv":
+        refuse(("topology", "routing"), f"routing {choice.name} is a daemon that runs in labs only; ns-2 offers "
+                                        "aodv, dsr and dsdv")
+    elif choice.name == "aodv":
+        for option, value in choice.options.items():
+            if option not in NS2_AODV:  # rreq_rate_limit, rerr_rate_limit, ...
+                refuse(("topology", "routing", "aodv", option.removesuffix("_ms")),
+                       "ns-2.35's AODV has no such setting")
+                continue
+            key, fixed, what = NS2_AODV[option]
+            if value != fixed:
+                refuse(("topology", "routing", "aodv", key), f"Debian's ns-2.35 AODV {what}; its settings are "
+                                                             "compile-time constants")
+    elif choice.name in ("static", "none"):
+        far = [flow for flow in flows if flow.dst is not None and flow.hops != 1]
+        if far:
+            refuse(("topology", "routing"), f"ns-2 has no {choice.name} routes for wireless nodes: its DumbAgent "
+                   f"reaches neighbours only, and flow {far[0].name} is {far[0].hops or 'not'} hops: use aodv, dsr "
+                   "or dsdv")
+
+
+def _radios(document: Document, topology: "Topology", refuse: Any) -> None:
+    nodes = topology.medium["nodes"]
+    first = nodes[0]["radio"]
+    for node in nodes[1:]:
+        if node["radio"] != first:
+            differ = sorted(key for key in first if node["radio"][key] != first[key])
+            refuse(("topology", "nodes", node["name"], "radio"), f"ns-2.35's channel assumes every node has the "
+                   f"same radio (one carrier-sense range for all); {node['name']} differs from "
+                   f"{nodes[0]['name']} in {', '.join(differ)}")
+            break
+    if first["phy"] != "dsss":
+        refuse(_radio_path(document, "phy"), "ns-2.35's Mac/802_11 times DSSS frames (802.11b) only; OFDM "
+                                             "(802.11a/g) radios are not modelled")
+    if first["bit_error_rate"]:
+        refuse(_radio_path(document, "bit_error_rate"), "ns-2's WirelessPhy has no bit errors")
+    if first["capture_restart"]:
+        refuse(_radio_path(document, "capture_restart"), "ns-2 captures only a frame that starts first: "
+                                                         "capture_restart false")
+    propagation = first["propagation"]
+    if propagation["model"] == "shadowing" and propagation["per"] != "frame":
+        refuse(_radio_path(document, "propagation"), "ns-2's Shadowing draws anew for every frame: per: frame")
+    for node in nodes:
+        heights = [node["position"][2]]
+        mobility = node["mobility"]
+        heights += [point["position"][2] for point in mobility.get("points", [])]
+        heights += [move["target"][2] for move in mobility.get("moves", [])]
+        if any(heights):
+            refuse(("topology", "nodes", node["name"], "position"), "ns-2's two-ray model assumes flat ground and "
+                   "its channel finds receivers from the antenna height alone: keep z at 0 and set "
+                   "radio.antenna_height")
+
+
+def _radio_path(document: Document, key: str) -> DataPath:
+    """Where a radio setting is written: a node's radio, the defaults, the
+    topology's radio, or else its profile."""
+    for name, node in (document.get(("topology", "nodes")) or {}).items():
+        if isinstance(node, dict) and isinstance(node.get("radio"), dict) and key in node["radio"]:
+            return ("topology", "nodes", name, "radio", key)
+    for prefix in (("topology", "defaults", "radio"), ("topology", "radio")):
+        if document.get(prefix + (key,)) is not None:
+            return prefix + (key,)
+    return ("topology", "profile")
+
+
+def _traffic(flows: tuple["Flow", ...], refuse: Any) -> None:
+    # One flow per traffic entry, in order.
+    for index, flow in enumerate(flows):
+        path = ("traffic", index)
+        if flow.kind in ("command", "tfrc"):
+            what = "runs a program in a lab's node" if flow.kind == "command" else \
+                "is our TFRC tool, which runs in labs only"
+            refuse(path + ("kind",), f"a {flow.kind} flow {what}; ns-2 runs tcp (bulk) and udp (CBR) flows")
+        elif flow.kind == "tcp":
+            cc, sack = flow.options["cc"], flow.options["sack"]
+            if cc not in TCP_AGENTS:
+                given = "no cc (a lab's kernel default)" if cc is None else f"cc {cc!r}"
+                refuse(path + ("cc",), f"ns-2 has TCP agents for {', '.join(TCP_AGENTS)}, not {given}")
+            elif sack and TCP_AGENTS[cc] != SACK_AGENT:
+                refuse(path + ("sack",), f"ns-2 has SACK only in {SACK_AGENT} (a Reno sender): use cc: sack")
+            elif sack is False and TCP_AGENTS[cc] == SACK_AGENT:
+                refuse(path + ("sack",), f"cc: sack is {SACK_AGENT}, which always uses SACK")

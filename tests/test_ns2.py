@@ -1,0 +1,457 @@
+"""The ns-2 driver (meshemu/ns2/): the Tcl writer, its refusals, the trace
+reader on traces ns-2 writes here, run ids per driver, whole runs through
+`meshemu run --driver ns2` and `meshemu report --compare driver`. ns-2
+runs these small cases in well under a second; without `ns` the tests that
+run it are skipped."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from meshemu import medium
+from meshemu.errors import ConfigError
+from meshemu.experiment.plan import LAB, NS2, plan_experiment
+from meshemu.experiment.results import read_records
+from meshemu.ns2 import scenario as ns2_scenario
+from meshemu.ns2.trace import TraceReader, read_samples
+from meshemu.source import load_yaml
+
+NS = shutil.which("ns")
+needs_ns = pytest.mark.skipif(NS is None, reason="ns-2 is not installed (Debian package ns2)")
+
+CHAIN = """\
+description: a 2-hop chain
+topology:
+  generate: {kind: chain, n: 3, spacing: 200m}
+  routing: {aodv: {hello_interval: 0s, link_layer_feedback: true}}
+duration: 8s
+warmup: 2s
+seed: 3
+traffic:
+  - {kind: udp, name: cbr, src: n0, dst: n2, rate: 200kbps, packet: 1000B, start: 1s}
+  - {kind: tcp, name: bulk, src: n2, dst: n0, cc: sack, mss: 1000B, window: 16KB, delayed_ack: on}
+"""
+
+
+def plan(write, text: str, driver: str = NS2, name: str = "exp.yaml"):
+    return plan_experiment(load_yaml(write(name, text)), driver=driver)
+
+
+def problems(write, text: str, driver: str = NS2) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        plan(write, text, driver)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def trajectories(run) -> list[list[dict]]:
+    return medium.trajectories(run.topology.medium, run.duration_ns + run.measure["drain"])
+
+
+def write_and_run(run, directory: Path) -> ns2_scenario.Scenario:
+    """The run's scenario in `directory`, simulated there as a reader would."""
+    written = ns2_scenario.scenario(run, trajectories(run), "test")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ns2_scenario.SCENARIO_FILE).write_text(written.tcl)
+    result = subprocess.run([NS, ns2_scenario.SCENARIO_FILE], cwd=directory, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return written
+
+
+def meshemu(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "meshemu", *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO)
+
+
+# --- the Tcl writer ------------------------------------------------------------------------
+
+def test_a_chain_scenario_carries_the_radio_routing_and_flows(write):
+    [run] = plan(write, CHAIN).runs
+    tcl = ns2_scenario.scenario(run, trajectories(run), "a chain").tcl
+    for line in ("Phy/WirelessPhy set Pt_ 0.28183815", "Phy/WirelessPhy set RXThresh_ 3.652e-10",
+                 "Phy/WirelessPhy set CSThresh_ 1.559e-11", "Phy/WirelessPhy set CPThresh_ 10.0",
+                 "Phy/WirelessPhy set freq_ 914000000.0", "Antenna/OmniAntenna set Z_ 1.5",
+                 "Mac/802_11 set dataRate_ 2000000", "Mac/802_11 set basicRate_ 1000000",
+                 "Mac/802_11 set RTSThreshold_ 0", "Mac/802_11 set ShortRetryLimit_ 7",
+                 "Mac/802_11 set LongRetryLimit_ 4", "Mac/802_11 set CWMin_ 31", "Mac/802_11 set CWMax_ 1023",
+                 "Mac/802_11 set SlotTime_ 2e-05", "Mac/802_11 set SIFS_ 1e-05",
+                 "Mac/802_11 set PreambleLength_ 144", "Queue/DropTail/PriQueue set Prefer_Routing_Protocols 1",
+                 "$defaultRNG seed 3", "-adhocRouting AODV", "-ifqType Queue/DropTail/PriQueue -ifqLen 50",
+                 "$node_(2) set X_ 400.0",
+                 # UDP: the payload plus the 8-byte header ns-2's agent leaves out, at the payload's rate.
+                 "set src_(cbr) [new Agent/UDP]", "$src_(cbr) set packetSize_ 1008", "$app_(cbr) set rate_ 201600.0",
+                 '$ns at 1.0 "$app_(cbr) start"', '$ns at 8.0 "$app_(cbr) stop"',
+                 # TCP: cc sack -> Sack1, delayed ACKs -> the DelAck sink, window 16000 B / 1000 B.
+                 "set src_(bulk) [new Agent/TCP/Sack1]", "$src_(bulk) set packetSize_ 1000",
+                 "$src_(bulk) set window_ 16", "set dst_(bulk) [new Agent/TCPSink/Sack1/DelAck]",
+                 '$ns at 2.0 "sample_tcp bulk"', '$ns at 2.1 "sample_tcp bulk"', '$ns at 8.0 "sample_tcp bulk"',
+                 '$ns at 2.0 "sample_sink cbr"', '$ns at 10.0 "finish"'):
+        assert line in tcl, line
+
+
+def test_radio_overrides_and_propagation_map_onto_ns2(write):
+    [run] = plan(write, CHAIN.replace("  routing:", """\
+  radio: {tx_power: 20dBm, antenna_gain: 3dBi, rts_threshold: 500B, short_retry_limit: 21, long_retry_limit: 12,
+          preamble: short, cw_min: 15, queue_len: 20, queue_priority: false, system_loss: 1dB,
+          propagation: {model: shadowing, exponent: 2.7, reference_distance: 1m, sigma: 4dB}}
+  routing:""")).runs
+    written = ns2_scenario.scenario(run, trajectories(run), "overrides")
+    tcl = written.tcl
+    # Both antennas' gains folded into Pt_: 20 dBm + 6 dB = 26 dBm.
+    assert "Phy/WirelessPhy set Pt_ 0.398107170553 ;# 20.0000 dBm + 2 x 3 dBi antenna gain" in tcl
+    assert "Antenna/OmniAntenna set Gt_ 1.0" in tcl and "Phy/WirelessPhy set L_ 1.25892541179" in tcl
+    # RTS/CTS above 500 B of MPDU: ns-2's frame is 12 + 34 B around the IP packet, the model's 36 B.
+    assert "Mac/802_11 set RTSThreshold_ 511" in tcl
+    assert "Mac/802_11 set PreambleLength_ 72" in tcl and "Mac/802_11 set PLCPHeaderLength_ 24" in tcl
+    for line in ("Mac/802_11 set ShortRetryLimit_ 21", "Mac/802_11 set LongRetryLimit_ 12", "Mac/802_11 set CWMin_ 15",
+                 "-ifqLen 20", "Prefer_Routing_Protocols 0", "set propagation [new Propagation/Shadowing]",
+                 "$propagation set pathlossExp_ 2.7", "$propagation set std_db_ 4.0", "$propagation seed raw 3"):
+        assert line in tcl, line
+
+
+def test_the_rts_threshold_keeps_the_same_packets_on_rts_cts():
+    radio = {"rts_threshold_bytes": 1000, "preamble": "long"}
+    threshold = ns2_scenario.rts_threshold(radio)
+    for ip_bytes in (963, 964, 965):
+        model_uses_rts = ip_bytes + 36 > 1000
+        ns2_uses_rts = ip_bytes + 24 + 34 >= threshold
+        assert model_uses_rts == ns2_uses_rts, ip_bytes
+    assert ns2_scenario.rts_threshold({"rts_threshold_bytes": 0, "preamble": "long"}) == 0
+
+
+def test_seeds_ns2_cannot_take_are_hashed_into_its_range():
+    assert ns2_scenario.ns2_seed(1) == 1 and ns2_scenario.ns2_seed(2**31 - 2) == 2**31 - 2
+    for seed in (0, 2**31 - 1, 2**64 - 1):
+        assert 1 <= ns2_scenario.ns2_seed(seed) < 2**31 - 1
+        assert ns2_scenario.ns2_seed(seed) == ns2_scenario.ns2_seed(seed)
+
+
+@needs_ns
+def test_ns2_runs_the_chain_and_the_trace_gives_the_flows(write, tmp_path):
+    [run] = plan(write, CHAIN).runs
+    written = write_and_run(run, tmp_path)
+    samples = read_samples(tmp_path / ns2_scenario.SAMPLES_FILE)
+    assert samples.finished and samples.time_s == pytest.approx(10.0)
+    assert samples.ports["cbr"][0] == 0 and samples.ports["cbr"][2] == 2
+    reader = TraceReader(written.flows, samples.ports, 3, (run.warmup_ns, run.duration_ns))
+    reader.read(tmp_path / ns2_scenario.TRACE_FILE)
+    udp = reader.udp_metrics("cbr", samples.sink["cbr"], 200_000)
+    # 25 packets/s sent over [2 s, 8 s): a light load that two hops carry whole.
+    assert udp["packets_sent"] == 150 and udp["packets_received"] == 150 and udp["loss"] == 0
+    assert udp["goodput_bps"] == pytest.approx(200_000)
+    assert udp["route_length"] == 2.0 and 2 < udp["delay_ms"]["min"] < udp["delay_ms"]["max"] < 500
+    assert udp["duplicates"] == 0 and udp["reordered"] == 0
+    tcp = reader.tcp_metrics("bulk", samples.tcp["bulk"], "sack")
+    assert tcp["goodput_bps"] > 100_000 and tcp["throughput_bps"] >= tcp["goodput_bps"]
+    assert tcp["bytes_acked"] % 1000 == 0 and tcp["route_length"] == 2.0 and tcp["mss"] == 1000
+    # ns-2 lets cwnd_ grow past window_; what is in flight stays within the window.
+    assert tcp["in_flight"]["max"] <= 16 and tcp["cwnd"]["min"] >= 1 and tcp["rtt_ms"]["mean"] > 0
+    medium_metrics = reader.medium(["n0", "n1", "n2"])
+    n1 = medium_metrics["nodes"]["n1"]
+    # The middle node forwards both ways: every unicast it sent went with RTS/CTS (threshold 0).
+    assert n1["tx_data_frames"] > 150 and n1["rts_attempts"] >= n1["tx_data_frames"]
+    assert medium_metrics["total"]["tx_data_frames"] <= medium_metrics["total"]["data_attempts"]
+    for absent in ("busy_ns", "backoffs", "busy_fraction", "backoffs_per_s", "rx_collisions"):
+        assert absent not in n1 and absent not in medium_metrics["total"]
+    routing = reader.routing()
+    assert routing["control_packets"] > 0 and routing["aodv_messages"]["REQUEST"] > 0
+    assert "HELLO" not in routing["aodv_messages"]  # Debian's ns-2.35 AODV sends none
+
+
+def test_the_trace_reader_counts_what_each_line_means():
+    flow = ns2_scenario.FlowSetup("f", "udp", 0, 1, "Agent/UDP", "Agent/LossMonitor", 1000, 1008, None,
+                                  (1_000_000_000, 3_000_000_000))
+    reader = TraceReader([flow], {"f": (0, 0, 1, 0)}, 2, (1_000_000_000, 3_000_000_000))
+    lines = """\
+s 0.500000000 _0_ AGT  --- 1 cbr 1008 [0 0 0 0] ------- [0:0 1:0 32 0] [0] 0 0
+s 1.000000000 _0_ AGT  --- 2 cbr 1008 [0 0 0 0] ------- [0:0 1:0 32 0] [1] 0 0
+s 1.100000000 _0_ AGT  --- 3 cbr 1008 [0 0 0 0] ------- [0:0 1:0 32 0] [2] 0 0
+s 1.200000000 _0_ AGT  --- 4 cbr 1008 [0 0 0 0] ------- [0:0 1:0 32 0] [3] 0 0
+s 1.000000000 _0_ RTR  --- 0 AODV 48 [0 0 0 0] ------- [0:255 -1:255 30 0] [0x2 1 1 [1 0] [0 4]] (REQUEST)
+f 1.010000000 _1_ RTR  --- 0 AODV 44 [0 0 0 0] ------- [1:255 0:255 30 0] [0x4 1 [1 4] 10.000000] (REPLY)
+s 1.001000000 _0_ MAC  --- 0 AODV 106 [0 ffffffff 0 800] ------- [0:255 -1:255 30 0] [0x2 1 1 [1 0] [0 4]] (REQUEST)
+s 1.002000000 _0_ MAC  --- 0 RTS 44 [436 1 0 0]
+s 1.003000000 _1_ MAC  --- 0 CTS 38 [2fc 0 0 0]
+s 1.004000000 _0_ MAC  --- 2 cbr 1066 [13a 1 0 800] ------- [0:0 1:0 30 1] [1] 0 0
+s 1.005000000 _1_ MAC  --- 0 ACK 38 [0 0 0 0]
+r 1.006000000 _0_ MAC  --- 0 ACK 38 [0 0 0 0]
+r 1.006000000 _1_ MAC  --- 2 cbr 1008 [13a 1 0 800] ------- [0:0 1:0 30 1] [1] 1 0
+r 1.006000000 _1_ AGT  --- 2 cbr 1008 [13a 1 0 800] ------- [0:0 1:0 30 1] [1] 1 0
+r 1.306000000 _1_ AGT  --- 4 cbr 1008 [13a 1 0 800] ------- [0:0 1:0 30 1] [3] 1 0
+r 1.316000000 _1_ AGT  --- 3 cbr 1008 [13a 1 0 800] ------- [0:0 1:0 30 1] [2] 2 0
+r 1.316000000 _1_ AGT  --- 3 cbr 1008 [13a 1 0 800] ------- [0:0 1:0 30 1] [2] 2 0
+D 1.400000000 _0_ MAC  RET 0 RTS 44 [436 1 0 0]
+D 1.400000000 _0_ MAC  RET 5 cbr 1066 [13a 1 0 800] ------- [0:0 1:0 30 1] [4] 0 0
+D 1.500000000 _0_ IFQ  --- 6 cbr 1008 [0 1 0 800] ------- [0:0 1:0 30 1] [5] 0 0
+D 1.500000000 _0_ IFQ  ARP 7 cbr 1008 [0 1 0 800] ------- [0:0 1:0 30 1] [6] 0 0
+D 1.600000000 _1_ MAC  COL 0 RTS 44 [436 1 0 0]
+D 1.700000000 _0_ RTR  CBK 8 cbr 1008 [13a 1 0 800] ------- [0:0 1:0 30 1] [7] 0 0
+s 3.500000000 _0_ MAC  RTS 0 RTS 44 [436 1 0 0]
+"""
+    for line in lines.splitlines():
+        reader.feed(line)
+    udp = reader.udp_metrics("f", [{"t": 1.0, "npkts_": 0}, {"t": 3.0, "npkts_": 3}], 8000)
+    # Sent in the window: uids 2, 3, 4 (1 went before the warm-up's end); all arrived, 3 twice and late.
+    assert (udp["packets_sent"], udp["packets_received"], udp["duplicates"], udp["reordered"]) == (3, 3, 1, 1)
+    assert udp["route_length"] == pytest.approx(4 / 3) and udp["sink_packets"] == 3
+    assert udp["delay_ms"]["min"] == pytest.approx(6.0) and udp["delay_ms"]["max"] == pytest.approx(216.0)
+    assert udp["goodput_bps"] == 3 * 1000 * 8 / 2.0
+    nodes = reader.medium(["n0", "n1"])["nodes"]
+    assert nodes["n0"]["rts_attempts"] == 1 and nodes["n0"]["data_attempts"] == 1  # the one after 3 s is out
+    assert nodes["n0"]["tx_broadcast_frames"] == 1 and nodes["n0"]["tx_data_frames"] == 1
+    assert nodes["n0"]["retry_drops"] == 1 and nodes["n0"]["queue_drops"] == 1  # the RTS line is no second drop
+    assert nodes["n0"]["ns2_drops"] == {"mac_ret": 1, "ifq_full": 1, "ifq_arp": 1, "rtr_cbk": 1}
+    assert nodes["n1"]["cts_sent"] == 1 and nodes["n1"]["acks_sent"] == 1 and nodes["n1"]["rx_frames"] == 1
+    assert nodes["n1"]["ns2_drops"] == {"mac_col": 1}
+    assert nodes["n0"]["mac_drop_fraction"] == 0.5
+    assert reader.routing() == {"control_bytes": 92, "control_packets": 2,
+                                "aodv_messages": {"REPLY": 1, "REQUEST": 1}}
+
+
+# --- movement -------------------------------------------------------------------------------
+
+MOBILE = """\
+topology:
+  area: {min: [0, 0], max: [400m, 300m]}
+  mobility: {model: random_waypoint, speed: [2m/s, 10m/s], pause: [0s, 2s]}
+  generate: {kind: random, n: 5}
+  routing: dsr
+duration: 20s
+warmup: 2s
+seed: 5
+traffic:
+  - {kind: udp, name: cbr, pair: random, rate: 100kbps, packet: 512B}
+"""
+
+
+def test_random_waypoint_becomes_the_models_own_legs_as_setdest(write):
+    [run] = plan(write, MOBILE).runs
+    paths = trajectories(run)
+    tcl = ns2_scenario.scenario(run, paths, "mobile").tcl
+    assert "-adhocRouting DSR" in tcl and "-ifqType CMUPriQueue" in tcl
+    first, second = paths[3][0], paths[3][1]
+    speed = math.dist(first["position"][:2], second["position"][:2]) / ((second["t_ns"] - first["t_ns"]) / 1e9)
+    assert f"$node_(3) set X_ {first['position'][0]!r}" in tcl
+    assert (f'$ns at {first["t_ns"] / 1e9!r} "$node_(3) setdest {second["position"][0]!r} '
+            f'{second["position"][1]!r} {speed!r}"') in tcl
+    assert tcl.count("setdest") >= 5
+
+
+def test_positions_are_shifted_onto_ns2s_topography(write):
+    [run] = plan(write, """\
+topology:
+  generate: {kind: star, n: 4, radius: 200m}
+  routing: dsdv
+  nodes:
+    n1: {mobility: {model: waypoints, points: [[1s, [-200m, 0m]], [5s, [-100m, -50m]]]}}
+duration: 10s
+traffic:
+  - {kind: udp, src: n2, dst: n0, rate: 100kbps, packet: 512B}
+""").runs
+    written = ns2_scenario.scenario(run, trajectories(run), "shifted")
+    assert written.facts["shift_m"] == [200.0, 200.0]
+    assert "$node_(0) set X_ 200.0" in written.tcl and "$node_(0) set Y_ 200.0" in written.tcl
+    speed = math.dist((-200, 0), (-100, -50)) / 4
+    assert f'$ns at 1.0 "$node_(1) setdest 100.0 150.0 {speed!r}"' in written.tcl
+    assert "-adhocRouting DSDV" in written.tcl
+
+
+@needs_ns
+def test_ns2_runs_the_mobile_case(write, tmp_path):
+    [run] = plan(write, MOBILE).runs
+    write_and_run(run, tmp_path)
+    assert read_samples(tmp_path / ns2_scenario.SAMPLES_FILE).finished
+
+
+# --- refusals -------------------------------------------------------------------------------
+
+def test_what_ns2_cannot_do_is_refused_naming_each_key(write):
+    found = "\n".join(problems(write, """\
+topology:
+  generate: {kind: chain, n: 3, spacing: 200m}
+  radio: {bit_error_rate: 1e-6, capture_restart: true}
+  links: [{a: n0, b: n1, extra_loss: 3dB}]
+  routing: {aodv: {hello_interval: 1s, rreq_rate_limit: 5}}
+mac: {tdma: {slot: auto}}
+duration: 10s
+sysctl: {net.ipv4.tcp_ecn: 1}
+measure: {capture: true}
+traffic:
+  - {kind: tcp, src: n0, dst: n2, cc: cubic}
+  - {kind: tcp, src: n0, dst: n1}
+  - {kind: tfrc, src: n0, dst: n2}
+  - {kind: command, node: n1, argv: [ping, n0]}
+  - {kind: tcp, src: n1, dst: n2, cc: newreno, sack: true, port: 6000}
+"""))
+    for expected in ("exp.yaml:3:27: topology.radio.bit_error_rate: ns-2's WirelessPhy has no bit errors",
+                     "exp.yaml:3:50: topology.radio.capture_restart: ns-2 captures only a frame that starts first",
+                     "exp.yaml:4:10: topology.links: ns-2's WirelessPhy has no per-link",
+                     "exp.yaml:5:36: topology.routing.aodv.hello_interval: Debian's ns-2.35 AODV sends no HELLOs",
+                     "topology.routing.aodv.rreq_rate_limit: ns-2.35's AODV has no such setting",
+                     "exp.yaml:6:6: mac: ns-2.35's Mac/802_11 is DCF only",
+                     "exp.yaml:8:9: sysctl: sysctl sets the Linux kernels",
+                     "exp.yaml:9:20: measure.capture: measure.capture is a measurement of labs",
+                     "traffic[0].cc: ns-2 has TCP agents for reno, newreno, vegas, sack, not cc 'cubic'",
+                     "traffic[1].cc: ns-2 has TCP agents for reno, newreno, vegas, sack, not no cc",
+                     "traffic[2].kind: a tfrc flow is our TFRC tool",
+                     "traffic[3].kind: a command flow runs a program in a lab's node",
+                     "traffic[4].sack: ns-2 has SACK only in Agent/TCP/Sack1"):
+        assert expected in found, f"{expected!r} not in\n{found}"
+
+
+def test_daemons_hwsim_queueing_and_static_multihop_are_refused(write):
+    base = """\
+topology:
+  generate: {kind: chain, n: 3, spacing: 200m}
+  %s
+duration: 10s
+traffic:
+  - {kind: udp, src: n0, dst: n2, rate: 100kbps, packet: 500B}
+"""
+    assert "topology.routing: routing copas is a daemon that runs in labs only" in \
+        "\n".join(problems(write, base % "routing: copas"))
+    assert "topology.routing: ns-2 has no static routes for wireless nodes: its DumbAgent reaches neighbours " \
+           "only, and flow f0 is 2 hops" in "\n".join(problems(write, base % "routing: static"))
+    assert "topology.queueing: bpd is a daemon of ours" in \
+        "\n".join(problems(write, base % "routing: aodv\n  queueing: {mode: fq, classify: source}"))
+    assert "topology.backend: ns-2 has no mac80211_hwsim radios" in \
+        "\n".join(problems(write, base % "routing: aodv\n  backend: hwsim"))
+
+
+def test_radios_that_differ_between_nodes_are_refused_at_the_node(write):
+    found = "\n".join(problems(write, """\
+topology:
+  generate: {kind: chain, n: 3, spacing: 200m}
+  routing: aodv
+  nodes:
+    n1: {radio: {tx_power: 15dBm}}
+duration: 10s
+traffic:
+  - {kind: udp, src: n0, dst: n2, rate: 100kbps, packet: 500B}
+"""))
+    assert "exp.yaml:5:17: topology.nodes.n1.radio: ns-2.35's channel assumes every node has the same radio" in found
+    assert "n1 differs from n0 in tx_power_dbm" in found
+
+
+def test_single_hop_static_flows_run_over_dumbagent(write):
+    [run] = plan(write, """\
+topology:
+  generate: {kind: chain, n: 2, spacing: 200m}
+duration: 10s
+traffic:
+  - {kind: udp, src: n0, dst: n1, rate: 100kbps, packet: 500B}
+""").runs
+    assert "-adhocRouting DumbAgent" in ns2_scenario.scenario(run, trajectories(run), "static").tcl
+
+
+def test_a_sweep_runs_its_supported_cases_and_skips_the_rest_saying_why(write):
+    p = plan(write, CHAIN + """\
+sweep:
+  case:
+    fifo: {}
+    fair: {topology.queueing: {mode: fq, classify: source}}
+""")
+    assert [run.params["case"] for run in p.runs] == ["fifo"]
+    [skipped] = p.skipped
+    assert skipped.params == {"case": "fair"} and "topology.queueing: bpd is a daemon of ours" in skipped.reason
+
+
+def test_dsr_and_dsdv_are_ns2_only_in_labs_sims_and_files(write):
+    text = CHAIN.replace("routing: {aodv: {hello_interval: 0s, link_layer_feedback: true}}", "routing: dsr")
+    found = "\n".join(problems(write, text, driver=LAB))
+    assert "exp.yaml:4:12: topology.routing: routing: dsr is ns-2's DSR agent, which has no daemon in meshemu: " \
+           "only ns-2 runs it (meshemu run FILE --driver ns2)" in found
+    assert plan(write, text, driver=NS2).runs
+
+
+def test_run_ids_differ_between_drivers_and_lab_ids_stay_as_they_were(write):
+    text = CHAIN.replace("cc: sack", "cc: reno")
+    [lab] = plan(write, text, driver=LAB).runs
+    [ns2] = plan(write, text, driver=NS2).runs
+    assert lab.run_id != ns2.run_id
+    unchanged = json.dumps({"params": lab.params, "seed": lab.seed, "config": lab.config}, sort_keys=True)
+    assert lab.run_id == hashlib.sha256(unchanged.encode()).hexdigest()[:16]
+
+
+# --- whole runs and reports -----------------------------------------------------------------
+
+@needs_ns
+def test_meshemu_run_driver_ns2_records_runs_beside_labs_and_resumes(write, tmp_path):
+    experiment = write("chain.yaml", CHAIN.replace("seed: 3", "seeds: [1, 2]"))
+    out = tmp_path / "results"
+    result = meshemu("run", str(experiment), "--driver", "ns2", "--out", str(out), "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    records = read_records(out / "runs.jsonl")
+    assert sorted(record["seed"] for record in records) == [1, 2]
+    record = records[0]
+    assert record["driver"] == "ns2" and record["ns2"]["version"] == "2.35"
+    assert record["ns2"]["aodv"] == {"link_layer_detection": True, "hello_messages": False, "local_repair": True}
+    assert record["ns2"]["flows"]["bulk"] == {"agent": "Agent/TCP/Sack1", "sink": "Agent/TCPSink/Sack1/DelAck",
+                                              "packet_size": 1000, "window": 16}
+    assert record["lateness"] is None and record["behind_real_time"] is False
+    flows = {flow["name"]: flow for flow in record["metrics"]["flows"]}
+    assert flows["cbr"]["packets_received"] == 150 and flows["bulk"]["goodput_bps"] > 0
+    assert record["metrics"]["routing"]["normalized_overhead"] > 0
+    artefacts = out / "runs" / record["run_id"]
+    assert (artefacts / "scenario.tcl").is_file() and (artefacts / "summary.json").is_file()
+    assert not (artefacts / "trace.tr").exists()
+    # The kept scenario reruns by hand and gives the same trace as the run read.
+    rerun = subprocess.run([NS, "scenario.tcl"], cwd=artefacts, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0
+    summary = json.loads((artefacts / "summary.json").read_text())
+    assert (artefacts / "trace.tr").stat().st_size == summary["trace_bytes"]
+    again = meshemu("run", str(experiment), "--driver", "ns2", "--out", str(out), "--resume")
+    assert again.returncode == 0 and "2 recorded before (skipped)" in again.stderr
+    assert len(read_records(out / "runs.jsonl")) == 2
+
+
+def _record(driver: str | None, seed: int, goodput: float, hops: int) -> dict:
+    record = {"run_id": f"{driver}-{hops}-{seed}", "experiment": "e", "params": {"topology.generate.n": hops + 1},
+              "seed": seed, "metrics": {"flows": [{"name": "f", "hops": hops, "goodput_bps": goodput}],
+                                        "medium": {"total": {"retry_drops": seed}}, "routing": None}}
+    if driver is not None:
+        record["driver"] = driver
+    return record
+
+
+def test_report_compares_drivers_paired_by_swept_values_and_seed(tmp_path):
+    directory = tmp_path / "results"
+    directory.mkdir()
+    # Records from before there were drivers are lab runs.
+    records = [_record(None, seed, 500_000 + 1000 * seed, hops) for seed in (1, 2, 3) for hops in (1, 3)]
+    records += [_record("ns2", seed, 480_000 + 1500 * seed, hops) for seed in (1, 2, 3) for hops in (1, 3)]
+    (directory / "runs.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    result = meshemu("report", str(directory), "--compare", "driver", "--x", "n")
+    assert result.returncode == 0, result.stderr
+    tests = (directory / "report" / "ttests.csv").read_text().splitlines()
+    header = tests[0].split(",")
+    rows = [dict(zip(header, line.split(","))) for line in tests[1:]]
+    pooled = next(row for row in rows if row["within"] == "all")
+    assert (pooled["a"], pooled["b"], pooled["pairs"]) == ("lab", "ns2", "6")
+    # lab - ns2 = 20000 - 500 * seed: 19500, 19000, 18500 at each hop count.
+    assert float(pooled["mean_difference"]) == pytest.approx(19000)
+    assert {row["within"] for row in rows} == {"all", "2", "4"}
+    summary = (directory / "report" / "summary.csv").read_text().splitlines()
+    assert summary[0].startswith("n,driver,metric,runs") and len(summary) == 1 + 4
+    assert [line.split(",")[:2] for line in summary[1:]] == [["2", "lab"], ["2", "ns2"], ["4", "lab"], ["4", "ns2"]]
+
+
+def test_report_of_lab_runs_alone_has_no_driver_parameter(tmp_path):
+    directory = tmp_path / "results"
+    directory.mkdir()
+    records = [_record("lab", seed, 500_000 + seed, 2) for seed in (1, 2)]
+    (directory / "runs.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    result = meshemu("report", str(directory))
+    assert result.returncode == 0, result.stderr
+    assert (directory / "report" / "summary.csv").read_text().splitlines()[0].startswith("n,metric")
+    refused = meshemu("report", str(directory), "--compare", "driver")
+    assert refused.returncode == 1 and "no swept parameter 'driver'" in refused.stderr
