@@ -85,9 +85,9 @@ class Ns2Execution:
         trace_path = self.dir / ns2_scenario.TRACE_FILE
         try:
             reader = TraceReader(written.flows, samples.ports, len(names), (run.warmup_ns, run.duration_ns))
-            reader.read(trace_path)
+            reader.read(trace_path, self._check_stop)
             result = self._metrics(reader, samples, written, names)
-        except TraceError as exc:
+        except (TraceError, OSError) as exc:
             raise RunFailed(f"ns-2's output: {exc}") from None
         summary = {"trace_lines": reader.lines, "trace_bytes": trace_path.stat().st_size,
                    "model_time_s": samples.time_s}
@@ -97,6 +97,10 @@ class Ns2Execution:
         if run.topology.routing_choice.name == "aodv":
             section["aodv"] = AODV_BUILD
         return Outcome(result, None, False, started, time.time() - started, {"ns2": section})
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise Interrupted("stopped")
 
     def _trajectories(self) -> list[list[dict[str, Any]]]:
         """Every node's path: its position when static, else the model's own

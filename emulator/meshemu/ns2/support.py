@@ -113,6 +113,9 @@ def _routing(topology: "Topology", flows: tuple["Flow", ...], refuse: Any) -> No
             if value != fixed:
                 refuse(("topology", "routing", "aodv", key), f"Debian's ns-2.35 AODV {what}; its settings are "
                                                              "compile-time constants")
+    elif choice.name == "dsr" and not topology.medium["nodes"][0]["radio"]["queue_priority"]:
+        refuse(("topology", "routing"), "ns-2's DSR needs its CMUPriQueue, which always sends routing packets "
+                                        "first: queue_priority true")
     elif choice.name in ("static", "none"):
         far = [flow for flow in flows if flow.dst is not None and flow.hops != 1]
         if far:

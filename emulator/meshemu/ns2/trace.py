@@ -43,13 +43,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .scenario import TCP_TICK_S, FlowSetup
 
 # Packet types the routing agents send: AODV, DSR, DSDV ("message").
 ROUTING_TYPES = {"AODV", "DSR", "message"}
 MAC_CONTROL = {"RTS", "CTS", "ACK"}
+# Lines between two calls of a reader's check (about a tenth of a second).
+CHECK_EVERY = 1 << 16
 BROADCAST = "ffffffff"
 # Per-node counters with the lab's names, in the order they are reported.
 NODE_COUNTERS = ("tx_data_frames", "data_attempts", "tx_broadcast_frames", "rts_attempts", "cts_sent", "acks_sent",
@@ -182,9 +184,13 @@ class TraceReader:
                 self.tcp[key] = _TcpFlow(setup, start, end)
         self.lines = 0
 
-    def read(self, path: Path) -> None:
+    def read(self, path: Path, check: Callable[[], None] = lambda: None) -> None:
+        """Every line of the trace file; `check()` every so many lines (it
+        raises to stop: a large trace takes a while)."""
         with open(path, "r", errors="replace") as trace:
-            for line in trace:
+            for number, line in enumerate(trace):
+                if number % CHECK_EVERY == 0:
+                    check()
                 self.feed(line)
 
     def feed(self, line: str) -> None:
