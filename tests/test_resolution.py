@@ -38,7 +38,8 @@ def radio(**changes):
         "rx_threshold_dbm": -65.0, "cs_threshold_dbm": -82.0, "capture_threshold_db": 10.0, "capture_restart": True,
         "noise_floor_dbm": -95.0, "interference_floor_dbm": -92.0, "bit_error_rate": 0.0, "slot_ns": 9000,
         "sifs_ns": 10000, "cw_min": 15, "cw_max": 1023, "rts_threshold_bytes": 500, "short_retry_limit": 7,
-        "long_retry_limit": 4, "queue_len": 100, "queue_priority": True,
+        "long_retry_limit": 4, "queue_len": 100, "queue_priority": True, "eifs_nav": False,
+        "receive_during_tx": False, "responses_need_idle": False, "retry_drop_flush": False,
     }
     return {**base, **changes}
 

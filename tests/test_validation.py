@@ -246,8 +246,11 @@ def test_chain_throughput_falls_with_hops_and_flattens() -> None:
     assert by_hops[2] == pytest.approx(by_hops[1] / 2, rel=0.05)
     long = [by_hops[h] for h in (6, 7, 8)]
     assert max(long) <= 1.15 * min(long), "long chains flatten"
+    # ns2-wavelan reproduces ns-2.35's MAC (eifs_nav etc.), whose long chains
+    # run at about 1/7 of one hop (0.22-0.23 Mbit/s at 5-6 hops in ns-2.35
+    # itself: experiments/validation/ns2/README.md); 1/8 leaves room for seeds.
     for bps in long:
-        assert by_hops[1] / 7 <= bps <= by_hops[1] / 4
+        assert by_hops[1] / 8 <= bps <= by_hops[1] / 4
 
 
 # --- 6. determinism ----------------------------------------------------------------------

@@ -228,6 +228,10 @@ class Radio(StrictModel):
     long_retry_limit: Annotated[int, Field(ge=1, le=255)] | None = None
     queue_len: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     queue_priority: bool | None = None
+    eifs_nav: bool | None = None  # ns-2: EIFS as a NAV, and a NAV over a captured weaker frame
+    receive_during_tx: bool | None = None  # ns-2: frames arriving while sending still take the receiver
+    responses_need_idle: bool | None = None  # ns-2: no CTS (or DATA after CTS) while receiving or under NAV
+    retry_drop_flush: bool | None = None  # a retry-limit drop takes the queued frames to that receiver
 
 
 # --- mac --------------------------------------------------------------------------

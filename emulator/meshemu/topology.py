@@ -222,6 +222,11 @@ class _Resolver:
         document, radio = profiles.load(self.spec.profile)
         return _Layer(document, (), radio)
 
+    def _aodv_link_layer_feedback(self) -> bool:
+        routing = self.spec.routing
+        options = getattr(routing, "aodv", None)
+        return options is not None and getattr(options, "link_layer_feedback", None) is True
+
     def _radio(self, layers: list[_Layer]) -> dict[str, Any]:
         """Merge the layers (later wins) and check the combination; the
         resolved radio of section 1."""
@@ -248,6 +253,11 @@ class _Resolver:
                   "cs_threshold", "rx_threshold")
         if value["cw_min"] > value["cw_max"]:
             blame(f"cw_min ({value['cw_min']}) is above cw_max ({value['cw_max']})", "cw_min", "cw_max")
+        if self._aodv_link_layer_feedback() and origin.get("retry_drop_flush", (0, None))[0] == 0:
+            # ns-2's AODV with link-layer feedback drops the interface queue's
+            # packets to a next hop whose link failed (rt_ll_failed): unless a
+            # layer above the profile says otherwise, the medium does the same.
+            value["retry_drop_flush"] = True
         default_floor = min(value["cs_threshold"], value["rx_threshold"] - value["capture_threshold"]) - 10.0
         floor = value.get("interference_floor", default_floor)
         if floor > value["cs_threshold"]:
@@ -281,6 +291,10 @@ class _Resolver:
             "long_retry_limit": value["long_retry_limit"],
             "queue_len": value["queue_len"],
             "queue_priority": value["queue_priority"],
+            "eifs_nav": value["eifs_nav"],
+            "receive_during_tx": value["receive_during_tx"],
+            "responses_need_idle": value["responses_need_idle"],
+            "retry_drop_flush": value["retry_drop_flush"],
         }
 
     # --- nodes and positions ---
