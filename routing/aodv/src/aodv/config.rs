@@ -33,6 +33,8 @@ pub struct Config {
     pub net_diameter: u8,
     pub node_traversal_time_ms: u64,
     pub rreq_retries: u32,
+    /// How the wait grows after each network-wide RREQ.
+    pub rreq_backoff: RreqBackoff,
     /// RREQs this node originates per second, at most.
     pub rreq_rate_limit: u32,
     /// RERRs this node sends per second, at most.
@@ -56,6 +58,20 @@ pub struct Config {
     pub acked_frames_alive: bool,
 }
 
+/// The wait for an RREP after the n-th network-wide RREQ of a discovery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RreqBackoff {
+    /// RFC 3561 6.3: NET_TRAVERSAL_TIME x 2^(n-1).
+    #[default]
+    Binary,
+    /// ns-2.35 (`sendRequest`): NET_TRAVERSAL_TIME x n, at most 10 s (MAX_RREQ_TIMEOUT).
+    Linear,
+}
+
+/// ns-2.35's MAX_RREQ_TIMEOUT: the longest wait of [`RreqBackoff::Linear`].
+pub const MAX_RREQ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How a node whose link to a next hop broke chooses the routes it repairs
 /// locally (6.12) and how it repairs them; applies with `local_repair` on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -73,8 +89,10 @@ pub enum RepairRule {
     /// destination (from the IP TTL of the last data packet to it). The
     /// kernel route stays while the search runs (ns-2 buffers the packets
     /// and keeps those already queued for the old next hop); the search is
-    /// a whole discovery (expanding ring from the old hop count, retries);
-    /// no RERR unless it fails.
+    /// a whole discovery (retries included) whose first RREQ covers the
+    /// whole network unless the route went down here before (then the old
+    /// hop count + TTL_INCREMENT, below TTL_THRESHOLD), as ns-2's
+    /// `rt_last_hop_count` makes it; no RERR unless it fails.
     Ns2,
 }
 
@@ -96,6 +114,7 @@ impl Default for Config {
             net_diameter: 35,
             node_traversal_time_ms: 40,
             rreq_retries: 2,
+            rreq_backoff: RreqBackoff::Binary,
             rreq_rate_limit: 10,
             rerr_rate_limit: 10,
             timeout_buffer: 2,
@@ -114,11 +133,15 @@ pub const PRESETS: &[&str] = &["default", "ns2"];
 impl Config {
     /// ns-2.35's AODV as Debian builds it (aodv.h, aodv.cc; routing/aodv/NS2.md):
     /// link-layer detection and no HELLOs, local repair by ns-2's rule,
-    /// intermediate nodes answer, TTL_START 5, TTL_INCREMENT 2,
-    /// TTL_THRESHOLD 7, NETWORK_DIAMETER 30, NODE_TRAVERSAL_TIME 30 ms,
-    /// RREQ_RETRIES 3, a ring waits 2 x TTL x NODE_TRAVERSAL_TIME (no
-    /// TIMEOUT_BUFFER), ACTIVE_ROUTE_TIMEOUT 10 s, no RREQ or RERR rate
-    /// limit (10000 per second here), every RERR broadcast, 10 ms jitter.
+    /// intermediate nodes answer, TTL_INCREMENT 2, TTL_THRESHOLD 7,
+    /// NETWORK_DIAMETER 30, NODE_TRAVERSAL_TIME 30 ms, RREQ_RETRIES 3, a ring
+    /// waits 2 x TTL x NODE_TRAVERSAL_TIME (no TIMEOUT_BUFFER) and the
+    /// network-wide waits grow linearly, ACTIVE_ROUTE_TIMEOUT 10 s, no RREQ
+    /// or RERR rate limit (10000 per second here), every RERR broadcast,
+    /// 10 ms jitter. The first RREQ for a destination never reached before
+    /// covers the whole network: aodv.h's TTL_START (5) is never used,
+    /// because `sendRequest` starts from max(last TTL, `rt_last_hop_count`)
+    /// and a new entry's `rt_last_hop_count` is INFINITY2 (255).
     pub fn ns2() -> Config {
         Config {
             active_route_timeout_ms: 10_000,
@@ -129,12 +152,13 @@ impl Config {
             gratuitous_rrep: false,
             intermediate_replies: true,
             expanding_ring_search: true,
-            ttl_start: 5,
+            ttl_start: 30,
             ttl_increment: 2,
             ttl_threshold: 7,
             net_diameter: 30,
             node_traversal_time_ms: 30,
             rreq_retries: 3,
+            rreq_backoff: RreqBackoff::Linear,
             rreq_rate_limit: 10_000,
             rerr_rate_limit: 10_000,
             timeout_buffer: 0,
@@ -278,7 +302,8 @@ mod tests {
         assert_eq!(config.hello_interval(), None);
         assert!(config.link_layer_feedback && config.local_repair && config.intermediate_replies);
         assert_eq!(config.local_repair_rule, RepairRule::Ns2);
-        assert_eq!((config.ttl_start, config.ttl_increment, config.ttl_threshold, config.net_diameter), (5, 2, 7, 30));
+        assert_eq!((config.ttl_start, config.ttl_increment, config.ttl_threshold, config.net_diameter), (30, 2, 7, 30));
+        assert_eq!(config.rreq_backoff, RreqBackoff::Linear);
         // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
         assert_eq!(config.ring_traversal_time(5), Duration::from_millis(300));
         assert_eq!(config.net_traversal_time(), Duration::from_millis(1800));

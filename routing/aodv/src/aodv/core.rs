@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Config, RepairRule};
+use super::config::{Config, RepairRule, RreqBackoff, MAX_RREQ_TIMEOUT};
 use super::packet::{Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS};
 use crate::ondemand::{seq_newer, Counters, Event, Input, Output, Protocol, BROADCAST};
 
@@ -33,8 +33,11 @@ struct Route {
     expires: Duration,
     /// Neighbours that route to this destination through us (RERR recipients).
     precursors: BTreeSet<Ipv4Addr>,
-    /// The kernel has this route (only while valid).
+    /// The kernel has this route (only while valid, or under ns-2's repair).
     installed: bool,
+    /// The hop count it had when it last went down here (ns-2's
+    /// `rt_last_hop_count`; None: never).
+    last_down_hops: Option<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -200,6 +203,7 @@ impl Aodv {
             expires: now,
             precursors: BTreeSet::new(),
             installed: false,
+            last_down_hops: None,
         });
         let was_valid = route.state == RouteState::Valid;
         let path_changed = !route.installed || route.next_hop != next_hop || route.hops != hops;
@@ -252,6 +256,7 @@ impl Aodv {
         }
         route.state = RouteState::Invalid;
         route.expires = now + delete_period;
+        route.last_down_hops = Some(route.hops);
         if let Some(seq) = new_seq {
             route.seq = Some(seq);
         }
@@ -308,14 +313,19 @@ impl Aodv {
         if let (Some(hops), RepairRule::Rfc) = (discovery.repair_of_hops, config.local_repair_rule) {
             return hops.saturating_add(config.local_add_ttl).min(config.net_diameter);
         }
-        // ns-2's repair (sendRequest from local_rt_repair) is an ordinary
-        // discovery that starts from the hop count it knew.
+        // ns-2's repair (sendRequest from local_rt_repair) is an ordinary discovery.
         if !config.expanding_ring_search {
             return config.net_diameter;
         }
         let ttl = if discovery.ttl == 0 {
             // 6.4: start from the last known hop count when there is one.
             match self.routes.get(&dst) {
+                // ns-2's sendRequest starts from max(last TTL, rt_last_hop_count), and
+                // rt_last_hop_count is INFINITY2 until the route goes down once.
+                Some(route) if discovery.repair_of_hops.is_some() => match route.last_down_hops {
+                    Some(down) => route.hops.max(down).saturating_add(config.ttl_increment),
+                    None => config.net_diameter,
+                },
                 Some(route) => route.hops.saturating_add(config.ttl_increment),
                 None => config.ttl_start,
             }
@@ -368,15 +378,21 @@ impl Aodv {
         let net_diameter = self.config.net_diameter;
         let net_traversal = self.config.net_traversal_time();
         let ring_traversal = self.config.ring_traversal_time(ttl);
+        let backoff = self.config.rreq_backoff;
         let discovery = self.discoveries.get_mut(&dst).expect("checked above");
         discovery.postponed = false;
         discovery.ttl = ttl;
         discovery.attempts += 1;
         let attempt = discovery.attempts;
         discovery.deadline = if ttl >= net_diameter {
-            // 6.3: binary exponential backoff once the whole network is searched.
+            // 6.3: binary exponential backoff once the whole network is searched
+            // (ns-2: the wait grows by one NET_TRAVERSAL_TIME a time, up to 10 s).
             discovery.attempts_at_diameter += 1;
-            now + net_traversal * (1u32 << (discovery.attempts_at_diameter - 1).min(16))
+            let n = discovery.attempts_at_diameter;
+            now + match backoff {
+                RreqBackoff::Binary => net_traversal * (1u32 << (n - 1).min(16)),
+                RreqBackoff::Linear => (net_traversal * n).min(MAX_RREQ_TIMEOUT.max(net_traversal)),
+            }
         } else {
             now + ring_traversal
         };

@@ -4,7 +4,7 @@ pub mod config;
 mod core;
 pub mod packet;
 
-pub use self::config::{Config, ConfigError, RepairRule};
+pub use self::config::{Config, ConfigError, RepairRule, RreqBackoff};
 pub use self::core::Aodv;
 
 #[cfg(test)]

@@ -555,8 +555,9 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     net.unlink(d, e);
     net.input(d, Input::LinkFailed { neighbor: addr(e) });
     assert_eq!(net.kernel[d].get(&addr(e)), Some(&addr(e)), "the route stays while the repair searches");
-    let first = rreqs(&net.outputs(d));
-    assert_eq!(first.last().map(|(ttl, rreq)| (*ttl, rreq.dst)), Some((3, addr(e))), "TTL: 1 hop + TTL_INCREMENT");
+    let sent = rreqs(&net.outputs(d));
+    // D's route never went down: ns-2's rt_last_hop_count is still INFINITY2, the RREQ covers the network.
+    assert_eq!(sent.last().map(|(ttl, rreq)| (*ttl, rreq.dst)), Some((30, addr(e))));
     net.traffic(a, e, ms(6000));
     assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 5, 4]));
     assert!(net.events(d).iter().any(|(_, ev)| matches!(ev, Event::LocalRepairStarted { .. })));
@@ -564,6 +565,23 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     assert!((0..net.nodes.len()).all(|n| rerrs_sent(&net, n).is_empty()));
     assert_eq!(net.nodes[a].counters().discoveries_started, 1);
     assert_eq!(net.nodes[d].counters().route_breaks, 0);
+}
+
+#[test]
+fn ns2_repair_of_a_route_that_went_down_before_starts_from_its_hop_count() {
+    let (a, d, e) = (0, 3, 4);
+    let mut net = fig1_ns2();
+    // D-E breaks where no data was seen: a plain break (D's route goes down at 1 hop).
+    net.unlink(d, e);
+    net.input(d, Input::LinkFailed { neighbor: addr(e) });
+    net.run_until(net.now + ms(100));
+    net.input(a, Input::NoRoute { src: addr(a), dst: addr(e), local: true });
+    net.traffic(a, e, net.now + ms(3000));
+    assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 5, 4]));
+    // Now D-F fails with data seen: max(2 hops now, 1 when it went down) + TTL_INCREMENT.
+    net.nodes[d].data_hops(net.now, addr(e), 3);
+    net.input(d, Input::LinkFailed { neighbor: addr(5) });
+    assert_eq!(rreqs(&net.outputs(d)).last().map(|(ttl, _)| *ttl), Some(4));
 }
 
 #[test]
@@ -627,9 +645,10 @@ fn rerr_broadcast_names_routes_without_precursors_and_never_unicasts() {
 }
 
 #[test]
-fn ns2_preset_searches_with_ns2_rings() {
-    // Alone: every RREQ goes unanswered. ns-2's sendRequest: TTL 5 (waits
-    // 300 ms), 7 (420 ms), then the diameter, 30, with RREQ_RETRIES 3.
+fn ns2_preset_searches_as_ns2_does() {
+    // Alone: every RREQ goes unanswered. ns-2's sendRequest for a new
+    // destination: the diameter (30) at once, waits of 1.8 s x the count of
+    // network-wide RREQs, RREQ_RETRIES 3, then it gives up (at 18 s).
     let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
     let mut net = Net::new(1, config);
     net.input(0, Input::NoRoute { src: addr(0), dst: addr(9), local: true });
@@ -642,8 +661,24 @@ fn ns2_preset_searches_with_ns2_rings() {
             _ => None,
         })
         .collect();
-    // Waits at the diameter double (1.8, 3.6, 7.2 s) where ns-2's grow by
-    // 1.8 s a time (routing/aodv/NS2.md): the first two agree.
-    assert_eq!(&sent[..5], &[(0, 5), (300, 7), (720, 30), (2520, 30), (6120, 30)]);
-    assert_eq!(sent.len(), 6, "4 network-wide RREQs");
+    assert_eq!(sent, vec![(0, 30), (1800, 30), (5400, 30), (10_800, 30)]);
+    let failed = net.events(0).iter().find_map(|(t, e)| matches!(e, Event::DiscoveryFailed { .. }).then_some(*t));
+    assert_eq!(failed, Some(ms(18_000)));
+}
+
+#[test]
+fn the_preset_rings_of_a_destination_known_before() {
+    // A route that went down at 3 hops: TTL 5, then 7, then the diameter (ns-2: 3 + 2, 5 + 2, 30).
+    let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
+    let mut net = Net::chain(4, config);
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+    net.run_until(ms(500));
+    assert_eq!(net.path(0, 3), Some(vec![0, 1, 2, 3]));
+    net.unlink(0, 1);
+    net.input(0, Input::LinkFailed { neighbor: addr(1) });
+    let before = rreqs(&net.outputs(0)).len();
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+    net.run_until(net.now + ms(2000));
+    let ttls: Vec<u8> = rreqs(&net.outputs(0))[before..].iter().map(|(ttl, _)| *ttl).collect();
+    assert_eq!(ttls, vec![5, 7, 30]);
 }
