@@ -24,9 +24,11 @@ def test_routing_choices_map_to_lab_json_and_daemon_settings(write):
         "{aodv: {hello_interval: 500ms, local_repair: true, ttl_start: 1}}":
             ("none", False, RoutingChoice("aodv", {"hello_interval_ms": 500, "local_repair": True, "ttl_start": 1})),
         "{babeld: {hello_interval: 2s}}": ("none", True, RoutingChoice("babeld", {"hello_interval": 2.0})),
-        "{aodv: {preset: ns2, local_repair_rule: ns2, rerr_broadcast: true, timeout_buffer: 0, link_feedback_poll: 10ms}}":
-            ("none", False, RoutingChoice("aodv", {"preset": "ns2", "local_repair_rule": "ns2", "rerr_broadcast": True,
-                                                   "timeout_buffer": 0, "link_feedback_poll_ms": 10})),
+        "{aodv: {preset: ns2, local_repair_rule: ns2, rreq_backoff: linear, rerr_broadcast: true, timeout_buffer: 0, "
+        "link_feedback_poll: 10ms}}":
+            ("none", False, RoutingChoice("aodv", {"preset": "ns2", "local_repair_rule": "ns2", "rreq_backoff": "linear",
+                                                   "rerr_broadcast": True, "timeout_buffer": 0,
+                                                   "link_feedback_poll_ms": 10})),
     }
     for value, (lab_routing, ipv6, choice) in cases.items():
         topology = load_topology(write("t.yaml", text % value), links=range_links(250))

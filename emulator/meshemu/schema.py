@@ -453,6 +453,7 @@ class AodvOptions(StrictModel):
     # ns-2.35's AODV (routing/aodv/NS2.md): `preset: ns2` starts from its values, the keys beside it win.
     preset: Literal["default", "ns2"] | None = None
     local_repair_rule: Literal["rfc", "ns2"] | None = None
+    rreq_backoff: Literal["binary", "linear"] | None = None
     rerr_broadcast: bool | None = None
     acked_frames_alive: bool | None = None
     timeout_buffer: Annotated[int, Field(ge=0, le=255)] | None = None
