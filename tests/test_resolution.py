@@ -95,6 +95,15 @@ def test_ns2_wavelan_profile_values(write):
     assert topology.medium["seed"] == 1
 
 
+def test_retry_drop_flush_follows_aodv_link_layer_feedback(write):
+    text = "generate: {kind: chain, n: 2, spacing: 200m}\nrouting: %s\n"
+    cases = {"aodv": False, "{aodv: {link_layer_feedback: true}}": True, "{aodv: {preset: ns2}}": True,
+             "{aodv: {preset: ns2, link_layer_feedback: false, hello_interval: 1s}}": False}
+    for routing, flush in cases.items():
+        topology = load_topology(write("t.yaml", text % routing))
+        assert topology.medium["nodes"][0]["radio"]["retry_drop_flush"] is flush, routing
+
+
 def test_rts_off_and_layers(write):
     topology = load_topology(write("t.yaml", """\
 generate: {kind: chain, n: 3, spacing: 200m}

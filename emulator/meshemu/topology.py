@@ -225,7 +225,11 @@ class _Resolver:
     def _aodv_link_layer_feedback(self) -> bool:
         routing = self.spec.routing
         options = getattr(routing, "aodv", None)
-        return options is not None and getattr(options, "link_layer_feedback", None) is True
+        if options is None:
+            return False
+        feedback = getattr(options, "link_layer_feedback", None)
+        # aodvd's preset ns2 has link-layer feedback unless the key beside it turns it off.
+        return feedback is True or (feedback is None and getattr(options, "preset", None) == "ns2")
 
     def _radio(self, layers: list[_Layer]) -> dict[str, Any]:
         """Merge the layers (later wins) and check the combination; the
