@@ -299,12 +299,12 @@ traffic:
                      "topology.routing.aodv.rreq_rate_limit: ns-2.35's AODV has no such setting",
                      "exp.yaml:6:6: mac: ns-2.35's Mac/802_11 is DCF only",
                      "exp.yaml:8:9: sysctl: sysctl sets the Linux kernels",
-                     "exp.yaml:9:20: measure.capture: measure.capture is a measurement of labs",
+                     "exp.yaml:9:20: measure.capture: measure.capture adds metrics of labs",
                      "traffic[0].cc: ns-2 has TCP agents for reno, newreno, vegas, sack, not cc 'cubic'",
                      "traffic[1].cc: ns-2 has TCP agents for reno, newreno, vegas, sack, not no cc",
                      "traffic[2].kind: a tfrc flow is our TFRC tool",
                      "traffic[3].kind: a command flow runs a program in a lab's node",
-                     "traffic[4].sack: ns-2 has SACK only in Agent/TCP/Sack1"):
+                     "traffic[4].sack: ns-2 has SACK only in Agent/TCP/Sack1, a Reno sender: use cc: reno or sack"):
         assert expected in found, f"{expected!r} not in\n{found}"
 
 
@@ -340,6 +340,12 @@ traffic:
 """))
     assert "exp.yaml:5:17: topology.nodes.n1.radio: ns-2.35's channel assumes every node has the same radio" in found
     assert "n1 differs from n0 in tx_power_dbm" in found
+
+
+def test_reno_with_sack_is_ns2s_sack1(write):
+    [run] = plan(write, CHAIN.replace("cc: sack, mss: 1000B", "cc: reno, sack: true, mss: 1000B")).runs
+    tcl = ns2_scenario.scenario(run, trajectories(run), "sack").tcl
+    assert "set src_(bulk) [new Agent/TCP/Sack1]" in tcl and "set dst_(bulk) [new Agent/TCPSink/Sack1/DelAck]" in tcl
 
 
 def test_single_hop_static_flows_run_over_dumbagent(write):

@@ -30,8 +30,10 @@ value here has an ns-2 counterpart:
   agent adds no UDP header, so each packet carries the payload + 8 bytes and
   IP packets are as long as the lab's (payload + 28); the agent's
   packetSize_ is as large, so it never splits the data.
-- tcp: one bulk FTP transfer over Agent/TCP/Reno, Newreno, Vegas or Sack1 to
-  TCPSink (Sack1 for SACK, DelAck variants for delayed ACKs); packetSize_
+- tcp: one bulk FTP transfer over Agent/TCP/Reno, Newreno, Vegas or Sack1
+  (cc: sack, or reno with sack: true) to TCPSink (Sack1 for SACK, DelAck
+  variants for delayed ACKs; unset: ns-2's defaults, no SACK and an ACK per
+  segment, where a lab's kernel has both on); packetSize_
   is the MSS (default 1460, the lab's on a 1500-byte MTU: ns-2's 40-byte
   TCP/IP header makes 1500-byte packets), window_ the window in packets
   where given (else ns-2's 20).
@@ -56,6 +58,8 @@ SAMPLES_FILE = "samples.txt"
 TCP_AGENTS = {"reno": "Agent/TCP/Reno", "newreno": "Agent/TCP/Newreno", "vegas": "Agent/TCP/Vegas",
               "sack": "Agent/TCP/Sack1"}
 SACK_AGENT = "Agent/TCP/Sack1"
+# Congestion controls that ns-2's SACK agent is with SACK on: Sack1 is Reno with SACK.
+SACK_CCS = ("reno", "sack")
 # The lab's MSS on its 1500-byte MTU.
 DEFAULT_MSS = 1460
 # The UDP header ns-2's Agent/UDP leaves out, carried as payload instead.
@@ -236,7 +240,7 @@ def _flow_setup(run: "Run", flow: "Flow", names: list[str]) -> FlowSetup:
         return FlowSetup(flow.name, "udp", src, dst, "Agent/UDP", "Agent/LossMonitor", payload,
                          payload + UDP_HEADER, None, window_ns)
     options = flow.options
-    agent = TCP_AGENTS[options["cc"]]
+    agent = SACK_AGENT if options["sack"] else TCP_AGENTS[options["cc"]]
     sink = "Agent/TCPSink" + ("/Sack1" if agent == SACK_AGENT else "") + ("/DelAck" if options["delayed_ack"] else "")
     mss = options["mss"] or DEFAULT_MSS
     window = max(1, round(options["window"] / mss)) if options["window"] else None

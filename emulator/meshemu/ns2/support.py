@@ -21,8 +21,10 @@ Refused, and why:
   constants in aodv.h): link-layer detection, no HELLOs, local repair, ...;
 - TCP congestion controls ns-2 has no agent for (Linux's cubic, bbr, ...,
   and no `cc` at all, which is the kernel's default in a lab);
-- lab measurements: `measure.capture`, `measure.sim_reference`,
-  `measure.stats_interval`.
+- lab measurements that add metrics: `measure.capture` (the TCP senders'
+  data/ACK events), `measure.sim_reference` (the sim driver's goodput);
+  `measure.stats_interval` only adds a time series of a lab's counters and
+  is ignored.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Problem
 from ..routing import DAEMON_ROUTING
 from ..source import DataPath, Document
-from .scenario import SACK_AGENT, TCP_AGENTS
+from .scenario import SACK_AGENT, SACK_CCS, TCP_AGENTS
 
 if TYPE_CHECKING:
     from ..experiment.plan import Flow
@@ -92,10 +94,11 @@ def _setup(document: Document, spec: "ExperimentSpec", topology: "Topology", ref
         refuse(("topology", "links"), "ns-2's WirelessPhy has no per-link bit error rate or extra loss")
     if spec.sysctl:
         refuse(("sysctl",), "sysctl sets the Linux kernels of a lab's nodes; ns-2 nodes have none")
-    for key in ("capture", "sim_reference", "stats_interval"):
+    # stats_interval only adds a time series of a lab's counters (stats.jsonl), no metric: ns-2 runs have none.
+    for key in ("capture", "sim_reference"):
         if getattr(spec.measure, key):
-            refuse(("measure", key), f"measure.{key} is a measurement of labs; the ns-2 driver records its "
-                                     "counters over the window from the trace")
+            refuse(("measure", key), f"measure.{key} adds metrics of labs (a capture of the TCP senders, the "
+                                     "sim driver's reference) that the ns-2 driver does not produce")
 
 
 def _routing(topology: "Topology", flows: tuple["Flow", ...], refuse: Any) -> None:
@@ -181,7 +184,7 @@ def _traffic(flows: tuple["Flow", ...], refuse: Any) -> None:
             if cc not in TCP_AGENTS:
                 given = "no cc (a lab's kernel default)" if cc is None else f"cc {cc!r}"
                 refuse(path + ("cc",), f"ns-2 has TCP agents for {', '.join(TCP_AGENTS)}, not {given}")
-            elif sack and TCP_AGENTS[cc] != SACK_AGENT:
-                refuse(path + ("sack",), f"ns-2 has SACK only in {SACK_AGENT} (a Reno sender): use cc: sack")
+            elif sack and cc not in SACK_CCS:
+                refuse(path + ("sack",), f"ns-2 has SACK only in {SACK_AGENT}, a Reno sender: use cc: reno or sack")
             elif sack is False and TCP_AGENTS[cc] == SACK_AGENT:
                 refuse(path + ("sack",), f"cc: sack is {SACK_AGENT}, which always uses SACK")
