@@ -10,13 +10,15 @@ import hashlib
 import json
 import math
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, ctrl_c_reaches
 from meshemu import medium
 from meshemu.errors import ConfigError
 from meshemu.experiment.plan import LAB, NS2, plan_experiment
@@ -418,6 +420,44 @@ def test_meshemu_run_driver_ns2_records_runs_beside_labs_and_resumes(write, tmp_
     again = meshemu("run", str(experiment), "--driver", "ns2", "--out", str(out), "--resume")
     assert again.returncode == 0 and "2 recorded before (skipped)" in again.stderr
     assert len(read_records(out / "runs.jsonl")) == 2
+
+
+def _processes_in(directory: Path) -> list[str]:
+    """Processes whose working directory is inside `directory`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(entry / "cwd").resolve().is_relative_to(directory):
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@needs_ns
+def test_ctrl_c_stops_ns_and_records_nothing(write, tmp_path):
+    experiment = write("long.yaml", """\
+topology:
+  generate: {kind: grid, rows: 6, cols: 6, spacing: 200m}
+  routing: aodv
+duration: 900s
+traffic:
+  - {kind: udp, src: n0, dst: n35, rate: 2Mbps, packet: 1460B}
+  - {kind: udp, src: n5, dst: n30, rate: 2Mbps, packet: 1460B}
+""")
+    out = tmp_path / "results"
+    process = subprocess.Popen([sys.executable, "-m", "meshemu", "run", str(experiment), "--driver", "ns2", "--out",
+                                str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=ctrl_c_reaches)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("runs/*.partial/samples.txt")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in(out), "ns is not running"
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert read_records(out / "runs.jsonl") == [] and not list(out.glob("runs/*"))
+    assert _processes_in(out) == []
 
 
 def _record(driver: str | None, seed: int, goodput: float, hops: int) -> dict:
