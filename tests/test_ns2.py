@@ -267,6 +267,33 @@ traffic:
     assert "-adhocRouting DSDV" in written.tcl
 
 
+def test_an_ns2_movement_trace_comes_back_as_its_own_setdest_commands(write):
+    write("moves.ns2", """\
+$node_(1) set X_ 200.0
+$node_(1) set Y_ 10.0
+$ns_ at 3.0 "$node_(1) setdest 300.0 10.0 20.0"
+$ns_ at 4.0 "$node_(1) setdest 250.0 60.0 5.0"
+""")
+    [run] = plan(write, """\
+topology:
+  generate: {kind: chain, n: 3, spacing: 200m}
+  routing: aodv
+  mobility: {model: ns2_trace, file: moves.ns2}
+duration: 30s
+traffic:
+  - {kind: udp, src: n0, dst: n1, rate: 100kbps, packet: 500B}
+""").runs
+    tcl = ns2_scenario.scenario(run, trajectories(run), "trace").tcl
+    legs = [line for line in tcl.splitlines() if "setdest" in line]
+    assert "$node_(1) set X_ 200.0" in tcl and "$node_(1) set Y_ 10.0" in tcl
+    # 20 m in the first second, then towards the second target from where the first move left it.
+    first, second = (line.split('"')[1].split() for line in legs)
+    assert legs[0].startswith("$ns at 3.0 ") and first[:4] == ["$node_(1)", "setdest", "220.0", "10.0"]
+    assert float(first[4]) == pytest.approx(20.0)
+    assert legs[1].startswith("$ns at 4.0 ") and second[2:4] == ["250.0", "60.0"]
+    assert float(second[4]) == pytest.approx(5.0)
+
+
 @needs_ns
 def test_ns2_runs_the_mobile_case(write, tmp_path):
     [run] = plan(write, MOBILE).runs
