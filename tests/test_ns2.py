@@ -307,7 +307,7 @@ def test_what_ns2_cannot_do_is_refused_naming_each_key(write):
     found = "\n".join(problems(write, """\
 topology:
   generate: {kind: chain, n: 3, spacing: 200m}
-  radio: {bit_error_rate: 1e-6, capture_restart: true}
+  radio: {bit_error_rate: 1e-6, capture_restart: true, eifs_nav: false}
   links: [{a: n0, b: n1, extra_loss: 3dB}]
   routing: {aodv: {hello_interval: 1s, rreq_rate_limit: 5}}
 mac: {tdma: {slot: auto}}
@@ -324,8 +324,9 @@ traffic:
     for expected in ("exp.yaml:3:27: topology.radio.bit_error_rate: ns-2's WirelessPhy has no bit errors",
                      "exp.yaml:3:50: topology.radio.capture_restart: ns-2 captures only a frame that starts first",
                      "exp.yaml:4:10: topology.links: ns-2's WirelessPhy has no per-link",
+                     "topology.radio.eifs_nav: ns-2.35's MAC always uses EIFS as a NAV: eifs_nav true",
                      "exp.yaml:5:36: topology.routing.aodv.hello_interval: Debian's ns-2.35 AODV sends no HELLOs",
-                     "topology.routing.aodv.rreq_rate_limit: ns-2.35's AODV has no such setting",
+                     "topology.routing.aodv.rreq_rate_limit: Debian's ns-2.35 AODV has no RREQ rate limit",
                      "exp.yaml:6:6: mac: ns-2.35's Mac/802_11 is DCF only",
                      "exp.yaml:8:9: sysctl: sysctl sets the Linux kernels",
                      "exp.yaml:9:20: measure.capture: measure.capture adds metrics of labs",
@@ -354,6 +355,15 @@ traffic:
         "\n".join(problems(write, base % "routing: aodv\n  queueing: {mode: fq, classify: source}"))
     assert "topology.backend: ns-2 has no mac80211_hwsim radios" in \
         "\n".join(problems(write, base % "routing: aodv\n  backend: hwsim"))
+
+
+def test_aodvds_ns2_preset_is_ns2s_aodv(write):
+    text = CHAIN.replace("{aodv: {hello_interval: 0s, link_layer_feedback: true}}", "{aodv: {%s}}")
+    assert plan(write, text % "preset: ns2, ttl_start: 30, rreq_backoff: linear, allowed_hello_loss: 5").runs
+    found = "\n".join(problems(write, text % "preset: default, ttl_start: 5"))
+    assert "topology.routing.aodv.preset: Debian's ns-2.35 AODV is what preset: ns2 describes" in found
+    assert "topology.routing.aodv.ttl_start: Debian's ns-2.35 AODV starts a new destination's search " \
+           "network-wide: 30 (aodv.h's TTL_START is never used)" in found
 
 
 def test_radios_that_differ_between_nodes_are_refused_at_the_node(write):

@@ -18,7 +18,12 @@ Refused, and why:
 - `routing: static`/`none` with a flow of more than one hop: ns-2 has no
   static routes for wireless nodes (DumbAgent reaches neighbours only);
 - AODV options other than what Debian's ns-2.35 AODV does (compile-time
-  constants in aodv.h): link-layer detection, no HELLOs, local repair, ...;
+  constants, as aodvd's `preset: ns2` has them): link-layer detection, no
+  HELLOs, local repair, ...;
+- the radio's ns-2 MAC switches (eifs_nav, receive_during_tx,
+  responses_need_idle) turned off: ns-2's MAC always behaves so. (The
+  radio's retry_drop_flush stands in for ns-2's AODV in a lab: in ns-2 the
+  routing agent decides.);
 - TCP congestion controls ns-2 has no agent for (Linux's cubic, bbr, ...,
   and no `cc` at all, which is the kernel's default in a lab);
 - lab measurements that add metrics: `measure.capture` (the TCP senders'
@@ -41,26 +46,42 @@ if TYPE_CHECKING:
     from ..experiment.spec import ExperimentSpec
     from ..topology import Topology
 
-# Debian's ns-2.35 AODV (aodv/aodv.h, built as shipped), in the units of
-# routing.choice_of's options: what `routing: {aodv: {...}}` may ask of it.
+# Debian's ns-2.35 AODV, as aodvd's `preset: ns2` describes it (routing/aodv,
+# Config::ns2; routing/aodv/NS2.md), in the units of routing.choice_of's
+# options: what `routing: {aodv: {...}}` may ask of it. Its settings are
+# compile-time constants of aodv.h and aodv.cc.
 NS2_AODV = {
+    "preset": ("preset", "ns2", "is what preset: ns2 describes"),
     "hello_interval_ms": ("hello_interval", 0, "sends no HELLOs (AODV_LINK_LAYER_DETECTION): 0s"),
     "link_layer_feedback": ("link_layer_feedback", True, "detects broken links from the MAC (true)"),
-    "allowed_hello_loss": ("allowed_hello_loss", 3, "has ALLOWED_HELLO_LOSS 3"),
     "local_repair": ("local_repair", True, "repairs routes locally (true)"),
+    "local_repair_rule": ("local_repair_rule", "ns2", "repairs by its own rule (ns2)"),
     "active_route_timeout_ms": ("active_route_timeout", 10_000, "has ACTIVE_ROUTE_TIMEOUT 10s"),
     "rreq_retries": ("rreq_retries", 3, "has RREQ_RETRIES 3"),
+    "rreq_backoff": ("rreq_backoff", "linear", "waits linearly longer after each network-wide RREQ (linear)"),
     "expanding_ring_search": ("expanding_ring_search", True, "searches with an expanding ring (true)"),
-    "ttl_start": ("ttl_start", 5, "has TTL_START 5"),
+    "ttl_start": ("ttl_start", 30, "starts a new destination's search network-wide: 30 (aodv.h's TTL_START is "
+                                   "never used)"),
     "ttl_increment": ("ttl_increment", 2, "has TTL_INCREMENT 2"),
     "ttl_threshold": ("ttl_threshold", 7, "has TTL_THRESHOLD 7"),
     "net_diameter": ("net_diameter", 30, "has NETWORK_DIAMETER 30"),
     "node_traversal_time_ms": ("node_traversal_time", 30, "has NODE_TRAVERSAL_TIME 30ms"),
+    "timeout_buffer": ("timeout_buffer", 0, "waits for a ring without TIMEOUT_BUFFER: 0"),
     "intermediate_replies": ("intermediate_replies", True, "lets intermediate nodes reply (true)"),
     "gratuitous_rrep": ("gratuitous_rrep", False, "sends no gratuitous RREPs (false)"),
     "rrep_ack": ("rrep_ack", False, "asks for no RREP-ACKs (false)"),
+    "rerr_broadcast": ("rerr_broadcast", True, "broadcasts every RERR (true)"),
+    "rreq_rate_limit": ("rreq_rate_limit", 10_000, "has no RREQ rate limit (aodvd's largest, 10000)"),
+    "rerr_rate_limit": ("rerr_rate_limit", 10_000, "has no RERR rate limit (aodvd's largest, 10000)"),
     "broadcast_jitter_ms": ("broadcast_jitter", 10, "jitters broadcasts by up to 10ms"),
 }
+# aodvd options that change nothing in ns-2's AODV: HELLO bookkeeping (it
+# sends none) and how aodvd polls the lab's medium.
+NS2_AODV_MOOT = {"allowed_hello_loss", "acked_frames_alive", "link_feedback_poll_ms"}
+# ns-2.35's MAC departs from the standard in these ways and cannot be made
+# not to (emulator/README.md section 1; ns2-wavelan turns them on).
+NS2_MAC = {"eifs_nav": "uses EIFS as a NAV", "receive_during_tx": "lets a frame arriving while it sends take "
+           "the receiver", "responses_need_idle": "sends no CTS, nor DATA after a CTS, while receiving or under NAV"}
 
 
 def unsupported(document: Document, spec: "ExperimentSpec", topology: "Topology",
@@ -108,7 +129,9 @@ def _routing(topology: "Topology", flows: tuple["Flow", ...], refuse: Any) -> No
                                         "aodv, dsr and dsdv")
     elif choice.name == "aodv":
         for option, value in choice.options.items():
-            if option not in NS2_AODV:  # rreq_rate_limit, rerr_rate_limit, ...
+            if option in NS2_AODV_MOOT:
+                continue
+            if option not in NS2_AODV:
                 refuse(("topology", "routing", "aodv", option.removesuffix("_ms")),
                        "ns-2.35's AODV has no such setting")
                 continue
@@ -145,6 +168,9 @@ def _radios(document: Document, topology: "Topology", refuse: Any) -> None:
     if first["capture_restart"]:
         refuse(_radio_path(document, "capture_restart"), "ns-2 captures only a frame that starts first: "
                                                          "capture_restart false")
+    for key, what in NS2_MAC.items():
+        if key in first and not first[key]:
+            refuse(_radio_path(document, key), f"ns-2.35's MAC always {what}: {key} true")
     propagation = first["propagation"]
     if propagation["model"] == "shadowing" and propagation["per"] != "frame":
         refuse(_radio_path(document, "propagation"), "ns-2's Shadowing draws anew for every frame: per: frame")
