@@ -105,7 +105,6 @@ class FlowSetup:
 @dataclass(frozen=True)
 class Scenario:
     tcl: str
-    seed: int  # ns-2's $defaultRNG seed
     flows: tuple[FlowSetup, ...]
     end_ns: int  # model time the scenario runs to
     facts: dict[str, Any]  # what the record's `ns2` section says about the translation
@@ -367,4 +366,4 @@ def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str) -
     facts = {"seed": seed, "routing_agent": ROUTING_AGENTS[routing], "queue": queue, **propagation_facts,
              "rts_threshold": rts_threshold(radio), "shift_m": list(shift),
              "flows": {setup.name: setup.as_json() for setup in setups}}
-    return Scenario("\n".join(lines) + "\n", seed, setups, end_ns, facts)
+    return Scenario("\n".join(lines) + "\n", setups, end_ns, facts)
