@@ -308,7 +308,7 @@ def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str) -
     setups = tuple(_flow_setup(run, flow, names) for flow in flows)
     queue = "CMUPriQueue" if routing == "dsr" else "Queue/DropTail/PriQueue"
 
-    lines = [f"# {title}",
+    lines = [f"# {' '.join(title.split())}",  # one comment line whatever the swept values hold
              "# Written by meshemu's ns-2 driver (meshemu run FILE --driver ns2). Rerun it by hand here:",
              f"#     ns {SCENARIO_FILE}",
              f"# It writes {TRACE_FILE} (ns-2's trace) and {SAMPLES_FILE} (agent variables at the windows' edges).",
