@@ -387,15 +387,24 @@ def test_reno_with_sack_is_ns2s_sack1(write):
     assert "set src_(bulk) [new Agent/TCP/Sack1]" in tcl and "set dst_(bulk) [new Agent/TCPSink/Sack1/DelAck]" in tcl
 
 
-def test_single_hop_static_flows_run_over_dumbagent(write):
+def test_single_hop_static_flows_run_over_dumbagent(write, tmp_path):
     [run] = plan(write, """\
 topology:
   generate: {kind: chain, n: 2, spacing: 200m}
 duration: 10s
 traffic:
-  - {kind: udp, src: n0, dst: n1, rate: 100kbps, packet: 500B}
+  - {kind: udp, name: cbr, src: n0, dst: n1, rate: 100kbps, packet: 500B}
 """).runs
     assert "-adhocRouting DumbAgent" in ns2_scenario.scenario(run, trajectories(run), "static").tcl
+    if NS is None:
+        return
+    written = write_and_run(run, tmp_path)
+    samples = read_samples(tmp_path / ns2_scenario.SAMPLES_FILE)
+    reader = TraceReader(written.flows, samples.ports, 2, (run.warmup_ns, run.duration_ns))
+    reader.read(tmp_path / ns2_scenario.TRACE_FILE)
+    udp = reader.udp_metrics("cbr", samples.sink["cbr"], 100_000)
+    assert udp["packets_sent"] == 250 and udp["loss"] == 0 and udp["route_length"] == 1.0
+    assert reader.routing()["control_packets"] == 0
 
 
 def test_a_sweep_runs_its_supported_cases_and_skips_the_rest_saying_why(write):
