@@ -20,12 +20,15 @@ import pytest
 
 from conftest import REPO, ctrl_c_reaches
 from meshemu import medium
-from meshemu.errors import ConfigError
+from meshemu.errors import ConfigError, LabError
 from meshemu.experiment.plan import LAB, NS2, plan_experiment
 from meshemu.experiment.results import read_records
+from meshemu.lab import Lab
 from meshemu.ns2 import scenario as ns2_scenario
 from meshemu.ns2.trace import TraceReader, read_samples
 from meshemu.source import load_yaml
+from meshemu.state import lab_names
+from meshemu.topology import load_topology
 
 NS = shutil.which("ns")
 needs_ns = pytest.mark.skipif(NS is None, reason="ns-2 is not installed (Debian package ns2)")
@@ -425,6 +428,14 @@ def test_dsr_and_dsdv_are_ns2_only_in_labs_sims_and_files(write):
     assert "exp.yaml:4:12: topology.routing: routing: dsr is ns-2's DSR agent, which has no daemon in meshemu: " \
            "only ns-2 runs it (meshemu run FILE --driver ns2)" in found
     assert plan(write, text, driver=NS2).runs
+
+
+@pytest.mark.root
+def test_a_lab_refuses_ns2_only_routing_before_creating_anything(write):
+    topology = load_topology(write("dsdv.yaml", "generate: {kind: chain, n: 2, spacing: 100m}\nrouting: dsdv\n"))
+    with pytest.raises(LabError, match=r"routing: dsdv is ns-2's DSDV agent.*--driver ns2"):
+        Lab(topology, name="tnsdsdv").up()
+    assert "tnsdsdv" not in lab_names()
 
 
 def test_run_ids_differ_between_drivers_and_lab_ids_stay_as_they_were(write):

@@ -33,8 +33,9 @@ Metrics, with the lab's names where they mean the same (experiment/README.md):
   packets the routing agent dropped after the MAC reported a broken link,
   the one that failed and those queued for the same next hop; `rtr_nrte`:
   no route; `rtr_ifq`: the routing agent's buffer of packets awaiting a
-  route was full; ...). Counters ns-2 has no equivalent for (busy time, backoffs,
-  defers, queue lengths, signal levels) are left out, never written as 0.
+  route was full; ...). Counters ns-2 has no equivalent for (busy time,
+  backoffs, defers, queue lengths, signal levels) are left out, never
+  written as 0.
 - routing (metrics.routing), over the whole run as for the lab's daemons:
   control packets and their IP bytes the routing agents sent (`s`/`f` RTR
   events of AODV, DSR and DSDV packets), and per AODV message type.
