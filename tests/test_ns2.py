@@ -459,7 +459,8 @@ def test_meshemu_run_driver_ns2_records_runs_beside_labs_and_resumes(write, tmp_
     assert sorted(record["seed"] for record in records) == [1, 2]
     record = records[0]
     assert record["driver"] == "ns2" and record["ns2"]["version"] == "2.35"
-    assert record["ns2"]["aodv"] == {"link_layer_detection": True, "hello_messages": False, "local_repair": True}
+    assert record["ns2"]["aodv"] == {"link_layer_detection": True, "hello_messages": False, "local_repair": True,
+                                     "aodvd_preset": "ns2"}
     assert record["ns2"]["flows"]["bulk"] == {"agent": "Agent/TCP/Sack1", "sink": "Agent/TCPSink/Sack1/DelAck",
                                               "packet_size": 1000, "window": 16}
     assert record["lateness"] is None and record["behind_real_time"] is False

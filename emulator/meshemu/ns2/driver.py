@@ -26,13 +26,14 @@ from ..experiment import metrics
 from ..experiment.execute import Interrupted, Outcome, RunFailed
 from ..experiment.plan import Run
 from . import scenario as ns2_scenario
-from .trace import TraceError, TraceReader, read_samples, tail_time
+from .trace import Samples, TraceError, TraceReader, read_samples, tail_time
 
 LOG_FILE = "ns.log"
 SUMMARY_FILE = "summary.json"
 # Debian's build of ns-2.35's AODV (aodv/aodv.h as shipped), recorded with
-# every AODV run: a comparison must know which AODV it compared with.
-AODV_BUILD = {"link_layer_detection": True, "hello_messages": False, "local_repair": True}
+# every AODV run: a comparison must know which AODV it compared with (in a
+# lab, aodvd's preset ns2 models it).
+AODV_BUILD = {"link_layer_detection": True, "hello_messages": False, "local_repair": True, "aodvd_preset": "ns2"}
 
 
 def ns_version(program: str) -> dict[str, Any]:
@@ -92,7 +93,7 @@ class Ns2Execution:
         summary = {"trace_lines": reader.lines, "trace_bytes": trace_path.stat().st_size,
                    "model_time_s": samples.time_s}
         (self.dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
-        trace_path.unlink()  # gigabytes for large runs; the scenario writes it again, identical
+        trace_path.unlink()  # hundreds of MB for a large grid; the scenario writes it again, identical
         section = {**self.version, "scenario": ns2_scenario.SCENARIO_FILE, **written.facts}
         if run.topology.routing_choice.name == "aodv":
             section["aodv"] = AODV_BUILD
@@ -127,7 +128,7 @@ class Ns2Execution:
             tail = (self.dir / LOG_FILE).read_text(errors="replace").strip().splitlines()[-8:]
             raise RunFailed(f"ns exited with {process.returncode}: " + (" | ".join(tail) or "no output"))
 
-    def _metrics(self, reader: TraceReader, samples: Any, written: ns2_scenario.Scenario,
+    def _metrics(self, reader: TraceReader, samples: Samples, written: ns2_scenario.Scenario,
                  names: list[str]) -> dict[str, Any]:
         run = self.run
         setups = {setup.name: setup for setup in written.flows}
