@@ -23,22 +23,30 @@ Metrics, with the lab's names where they mean the same (experiment/README.md):
   (unicast frames acknowledged: ACKs received, `r MAC ACK`), data_attempts
   (unicast data frames sent, retries included), tx_broadcast_frames,
   rts_attempts, cts_sent, acks_sent, retry_drops (`D MAC RET` of the data
-  frame; ns-2 logs the RTS beside it, not counted), queue_drops (`D IFQ
-  ---`: the interface queue was full), rx_frames (data frames delivered up),
+  frame, once per frame: at the short retry limit ns-2 logs the RTS too,
+  and that line is `mac_ret_rts` below), queue_drops (`D IFQ ---`: the
+  interface queue was full), rx_frames (data frames delivered up),
   rx_duplicates (`D MAC DUP`); mac_drop_fraction and rts_per_frame as the
-  lab derives them. ns-2's other drops by layer and reason in `ns2_drops`
-  (`mac_col`: frames for this node lost to a collision, which ns-2 logs only
-  for frames it could have decoded, so not the lab's rx_collisions;
-  `ifq_arp`: ARP held a newer packet for the same address; `rtr_cbk`:
-  packets the routing agent dropped after the MAC reported a broken link,
-  the one that failed and those queued for the same next hop; `rtr_nrte`:
-  no route; `rtr_ifq`: the routing agent's buffer of packets awaiting a
-  route was full; ...). Counters ns-2 has no equivalent for (busy time,
-  backoffs, defers, queue lengths, signal levels) are left out, never
-  written as 0.
+  lab derives them. ns-2's drop lines by layer and reason in `ns2_drops`
+  (`mac_ret`: retry_drops; `mac_ret_rts`: the RTS line of a frame dropped
+  at the short retry limit, i.e. the frames of retry_drops that failed for
+  want of a CTS; `mac_col`: frames for this node lost to a collision, which
+  ns-2 logs only for frames it could have decoded, so not the lab's
+  rx_collisions; `mac_bsy`: frames discarded because the MAC was busy;
+  `ifq_arp`: ARP held a newer packet for the same address (all `ifq_*`
+  together are the interface queue's drops); `rtr_cbk`: packets the
+  routing agent dropped after the MAC reported a broken link, the one that
+  failed and those queued for the same next hop; `rtr_nrte`: no route;
+  `rtr_ifq`: the routing agent's buffer of packets awaiting a route was
+  full; ...). Counters ns-2 has no equivalent for (busy time, backoffs,
+  defers, queue lengths, signal levels) are left out, never written as 0.
 - routing (metrics.routing), over the whole run as for the lab's daemons:
   control packets and their IP bytes the routing agents sent (`s`/`f` RTR
-  events of AODV, DSR and DSDV packets), and per AODV message type.
+  events of AODV, DSR and DSDV packets), and per AODV message type those
+  transmissions (`aodv_messages`) and the `s` lines alone (`aodv_sent`:
+  what an agent sent as its own, every RREQ and RERR transmission,
+  rebroadcasts included, and the RREPs it originated; `f` lines are RREPs
+  forwarded along a reverse route).
 """
 
 from __future__ import annotations
@@ -170,7 +178,8 @@ class TraceReader:
         self.drops: list[dict[str, int]] = [{} for _ in range(node_count)]
         self.control_packets = 0
         self.control_bytes = 0
-        self.control_types: dict[str, int] = {}
+        self.control_types: dict[str, int] = {}  # AODV message type -> transmissions (s and f)
+        self.control_sent: dict[str, int] = {}  # AODV message type -> s lines
         # (src field, dst field) of the AGT lines, as printed: "[0:0", "3:0".
         self.udp: dict[tuple[str, str], _UdpFlow] = {}
         self.tcp: dict[tuple[str, str], _TcpFlow] = {}
@@ -211,6 +220,8 @@ class TraceReader:
             if parts[6] == "AODV" and parts[-1].startswith("("):
                 kind = parts[-1].strip("()")
                 self.control_types[kind] = self.control_types.get(kind, 0) + 1
+                if event == "s":
+                    self.control_sent[kind] = self.control_sent.get(kind, 0) + 1
         time = float(parts[1])
         if not self.warm_s <= time <= self.end_s:
             return
@@ -219,7 +230,10 @@ class TraceReader:
         if event == "D":
             reason = parts[4]
             if level == "MAC" and reason == "RET" and kind == "RTS":
-                return  # ns-2 drops the RTS and then the data frame: one failure
+                # At the short retry limit ns-2 drops the RTS and then the data frame: one failure,
+                # counted at the frame's line; this one says it failed for want of a CTS.
+                self.drops[node]["mac_ret_rts"] = self.drops[node].get("mac_ret_rts", 0) + 1
+                return
             counters = self.nodes[node]
             if level == "MAC" and reason == "RET":
                 counters["retry_drops"] += 1
@@ -293,8 +307,9 @@ class TraceReader:
         return {"nodes": nodes, "total": total}
 
     def routing(self) -> dict[str, Any]:
-        return {"control_bytes": self.control_bytes, "control_packets": self.control_packets,
-                **({"aodv_messages": dict(sorted(self.control_types.items()))} if self.control_types else {})}
+        aodv = {"aodv_messages": dict(sorted(self.control_types.items())),
+                "aodv_sent": dict(sorted(self.control_sent.items()))} if self.control_types else {}
+        return {"control_bytes": self.control_bytes, "control_packets": self.control_packets, **aodv}
 
     def udp_metrics(self, name: str, sink_rows: list[dict[str, float]], rate_bps: int) -> dict[str, Any]:
         udp = next(flow for flow in self.udp.values() if flow.setup.name == name)
