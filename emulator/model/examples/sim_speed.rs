@@ -62,6 +62,7 @@ fn cell() -> Scenario {
         warmup_ns: 0,
         routing: Routing::Static,
         flows,
+        snapshots_ns: vec![],
         trace: false,
     }
 }
@@ -90,6 +91,7 @@ fn grid() -> Scenario {
         warmup_ns: 0,
         routing: Routing::Static,
         flows,
+        snapshots_ns: vec![],
         trace: false,
     }
 }

@@ -27,6 +27,10 @@ pub struct Scenario {
     #[serde(default)]
     pub routing: Routing,
     pub flows: Vec<FlowConfig>,
+    /// Model times at which every node's counters are recorded
+    /// (`snapshots` in the output), as a lab reads them at a time.
+    #[serde(default)]
+    pub snapshots_ns: Vec<Time>,
     /// Include every action in the output.
     #[serde(default)]
     pub trace: bool,
@@ -95,7 +99,10 @@ pub struct SimOutput {
     pub duration_ns: Time,
     pub warmup_ns: Time,
     pub flows: Vec<FlowOutput>,
+    /// Every node's counters at the end.
     pub nodes: Vec<NodeOutput>,
+    /// Every node's counters at each of `snapshots_ns`, in that order.
+    pub snapshots: Vec<Snapshot>,
     /// Medium events processed.
     pub events: u64,
     /// Hex SHA-256 over every action the medium emitted, in order.
@@ -129,6 +136,13 @@ pub struct DelaySummary {
     pub max: Time,
 }
 
+/// The counters as they stood at `t_ns`: after every event before it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub t_ns: Time,
+    pub nodes: Vec<NodeOutput>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeOutput {
     pub name: String,
@@ -153,6 +167,9 @@ impl Scenario {
         }
         if self.warmup_ns >= self.duration_ns {
             return Err(ConfigError::new("warmup_ns", format!("must be < duration_ns ({})", self.duration_ns)));
+        }
+        if let Some(k) = self.snapshots_ns.iter().position(|&t| t > self.duration_ns) {
+            return Err(ConfigError::new(format!("snapshots_ns[{k}]"), format!("must be <= duration_ns ({})", self.duration_ns)));
         }
         let n = self.medium.nodes.len();
         for (i, f) in self.flows.iter().enumerate() {
@@ -212,6 +229,9 @@ struct Driver {
     duration: Time,
     digest: Sha256,
     trace: Option<Vec<Action<SimPacket>>>,
+    /// Snapshot times still to come, latest first (popped as model time reaches them).
+    pending_snapshots: Vec<Time>,
+    snapshots: Vec<Snapshot>,
 }
 
 /// Runs a scenario to its end.
@@ -262,13 +282,19 @@ pub fn run(scenario: &Scenario) -> Result<SimOutput, ConfigError> {
         duration: scenario.duration_ns,
         digest: Sha256::new(),
         trace: scenario.trace.then(Vec::new),
+        pending_snapshots: {
+            let mut times = scenario.snapshots_ns.clone();
+            times.sort_unstable_by(|a, b| b.cmp(a));
+            times
+        },
+        snapshots: Vec::new(),
     };
-    driver.run();
+    driver.run(scenario);
     Ok(driver.output(scenario))
 }
 
 impl Driver {
-    fn run(&mut self) {
+    fn run(&mut self, scenario: &Scenario) {
         // Traffic generation times: (time, flow).
         let mut arrivals: BinaryHeap<Reverse<(Time, usize)>> = self.flows.iter().enumerate().filter(|(_, f)| f.cfg.start_ns < f.stop).map(|(i, f)| Reverse((f.cfg.start_ns, i))).collect();
         let mut actions = Vec::new();
@@ -281,6 +307,7 @@ impl Driver {
                 (None, Some(t)) => t,
                 (Some(m), Some(t)) => m.min(t),
             };
+            self.take_snapshots(scenario, now);
             if now > self.duration {
                 break;
             }
@@ -295,6 +322,22 @@ impl Driver {
             }
             self.handle_actions(&mut actions);
         }
+        // Nothing happens at or after the times left.
+        self.take_snapshots(scenario, Time::MAX);
+    }
+
+    /// Records the snapshots due before model time `now`.
+    fn take_snapshots(&mut self, scenario: &Scenario, now: Time) {
+        while self.pending_snapshots.last().is_some_and(|&t| t <= now) {
+            let t_ns = self.pending_snapshots.pop().expect("checked");
+            self.snapshots.push(Snapshot { t_ns, nodes: self.node_outputs(scenario) });
+        }
+    }
+
+    /// Every node's counters now.
+    fn node_outputs(&self, scenario: &Scenario) -> Vec<NodeOutput> {
+        let nodes = scenario.medium.nodes.iter().enumerate();
+        nodes.map(|(i, node)| NodeOutput { name: node.name.clone(), stats: *self.medium.stats(i), link_drops: self.medium.link_drops(i) }).collect()
     }
 
     /// When the flow's next packet is due after one generated at `now`.
@@ -389,6 +432,9 @@ impl Driver {
 
     fn output(self, scenario: &Scenario) -> SimOutput {
         let window_s = (self.duration - self.warmup) as f64 * 1e-9;
+        let nodes = self.node_outputs(scenario);
+        // In the order asked for (they were taken in time order).
+        let snapshots = scenario.snapshots_ns.iter().map(|&t| self.snapshots.iter().find(|s| s.t_ns == t).expect("every time was reached").clone()).collect();
         let flows = self
             .flows
             .into_iter()
@@ -403,7 +449,6 @@ impl Driver {
                 hops: f.hops,
             })
             .collect();
-        let nodes = scenario.medium.nodes.iter().enumerate().map(|(i, nc)| NodeOutput { name: nc.name.clone(), stats: *self.medium.stats(i), link_drops: self.medium.link_drops(i) }).collect();
         let digest = self.digest.finalize();
         SimOutput {
             seed: scenario.medium.seed,
@@ -411,6 +456,7 @@ impl Driver {
             warmup_ns: scenario.warmup_ns,
             flows,
             nodes,
+            snapshots,
             events: self.medium.events_processed(),
             trace_digest: digest.iter().map(|b| format!("{b:02x}")).collect(),
             trace: self.trace,
@@ -527,6 +573,7 @@ mod tests {
             warmup_ns: 1_000_000_000,
             routing: Routing::Static,
             flows,
+            snapshots_ns: vec![],
             trace: false,
         }
     }
@@ -559,6 +606,28 @@ mod tests {
         assert!((f.throughput_bps - 100_000.0).abs() < 2_000.0, "{}", f.throughput_bps);
         // Two hops of DATA+ACK at least.
         assert!(f.delay_ns.p50 > 2 * 6_176_000);
+    }
+
+    #[test]
+    fn snapshots_leave_a_window_to_the_difference_of_two() {
+        let mut s = scenario(&[0.0, 10.0], vec![flow(1, 0, Traffic::Saturated)], 1);
+        s.snapshots_ns = vec![s.duration_ns, 0, s.warmup_ns];
+        let out = run(&s).unwrap();
+        let times: Vec<Time> = out.snapshots.iter().map(|snapshot| snapshot.t_ns).collect();
+        assert_eq!(times, vec![s.duration_ns, 0, s.warmup_ns]);
+        let (end, start, warm) = (&out.snapshots[0].nodes[1], &out.snapshots[1].nodes[1], &out.snapshots[2].nodes[1]);
+        assert_eq!(warm.name, "n1");
+        assert!(start.stats == NodeCounters::default() && start.link_drops == 0);
+        assert!(warm.stats.tx_data_frames > 0 && warm.stats.tx_data_frames < end.stats.tx_data_frames);
+        // Frames acknowledged in [warmup, duration] are the packets delivered then (one in flight at most).
+        let window = end.stats.tx_data_frames - warm.stats.tx_data_frames;
+        assert!(window.abs_diff(out.flows[0].delivered) <= 1, "{window} vs {}", out.flows[0].delivered);
+        assert!(end.stats.tx_data_frames <= out.nodes[1].stats.tx_data_frames);
+        // Snapshots record; they change nothing.
+        s.snapshots_ns.clear();
+        assert_eq!(run(&s).unwrap().trace_digest, out.trace_digest);
+        s.snapshots_ns = vec![s.duration_ns + 1];
+        assert_eq!(run(&s).unwrap_err().to_string(), "snapshots_ns[0]: must be <= duration_ns (20000000000)");
     }
 
     #[test]
