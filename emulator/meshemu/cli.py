@@ -126,8 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--dry-run", action="store_true",
                      help="print each run's scenario (the input of meshemu-medium sim) as one JSON line; run nothing")
 
-    sub = command("run", _run, "run an experiment file in labs (or in ns-2): every sweep point and seed, one record "
-                               "per run")
+    sub = command("run", _run, "run an experiment file in labs (or in ns-2, or the model in virtual time): every "
+                               "sweep point and seed, one record per run")
     sub.add_argument("file", metavar="EXPERIMENT")
     _run_options(sub)
 
@@ -149,6 +149,8 @@ def _parser() -> argparse.ArgumentParser:
                           "default: goodput of every flow)")
     sub.add_argument("--trace", metavar="RUN_ID", help="also draw the time series of this run (cwnd, RTT, "
                                                        "sequence/ACK events)")
+    sub.add_argument("--spread", action="store_true", help="the table gives min / median / max over the seeds "
+                                                           "instead of mean ± 90%% CI")
 
     sub = command("demo", _demo, "the demo: chain7 with TCP and UDP flows to 1, 2, 4 and 7 hops, "
                                   "and a table per hop count")
@@ -159,10 +161,11 @@ def _parser() -> argparse.ArgumentParser:
 def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
     sub.add_argument("--driver", choices=experiment_plan.DRIVERS, default=experiment_plan.LAB,
                      help="lab (default): real-time labs of Linux namespaces; ns2: each run translated into an "
-                          "ns-2.35 scenario and simulated (what ns-2 cannot do is refused)")
+                          "ns-2.35 scenario and simulated; sim: each run by our model in virtual time "
+                          "(meshemu-medium sim); what ns-2 or the sim cannot do is refused")
     sub.add_argument("--jobs", type=_positive_int, default=None,
                      help="runs at once (labs: default 1, they run in real time and more than half the cores "
-                          "makes them late; ns2: default the number of cores)")
+                          "makes them late; ns2 and sim: default the number of cores)")
     sub.add_argument("--resume", action="store_true", help="skip the runs already recorded in the results")
     sub.add_argument("--only", action="append", default=[], metavar="PARAM=VALUE",
                      help="only the runs with this swept value (or seed=N); repeatable, all must match")
@@ -550,7 +553,7 @@ def _run_plan(plan: experiment_plan.Plan, args: argparse.Namespace) -> int:
     lab = args.driver == experiment_plan.LAB
     if lab and os.geteuid() != 0:
         raise LabError("experiments run in labs, which need root (network namespaces): run as root "
-                       "(or --driver ns2)")
+                       "(or --driver ns2 or sim)")
     if not args.resume and results.records():
         raise MeshemuError(f"{results.path} holds results already: --resume to add the missing runs (runs of "
                            "another driver have their own ids), or --out DIR for a new directory")
@@ -582,7 +585,7 @@ def _report(args: argparse.Namespace) -> int:
     from .experiment import report
 
     report.report(Path(args.dir), console=out, x=args.x, group=args.group, compare=args.compare,
-                  metrics=args.metric, trace=args.trace)
+                  metrics=args.metric, trace=args.trace, spread=args.spread)
     return 0
 
 

@@ -11,11 +11,12 @@ argument lists; their outputs are the run's artefacts.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
-import math
 import shutil
 import statistics
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,8 +27,9 @@ from .. import medium, routing
 from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
 from .. import queueing
+from ..sim import scenario as sim_scenario
 from . import metrics, pcap
-from .plan import NS2, Flow, Run
+from .plan import NS2, SIM, Flow, Run
 
 NS = 1_000_000_000
 # Receivers and probes get this long to start before time 0.
@@ -42,6 +44,8 @@ QUEUEING_FILE = "bpd.json"
 ROUTING_DIR = "routing"
 # ns-2.35's program (Debian package ns2), for runs of the ns-2 driver.
 NS2_PROGRAM = "ns"
+# The model's program, for runs of the sim driver.
+SIM_PROGRAM = medium.MEDIUM_PROGRAM
 
 
 class Interrupted(MeshemuError):
@@ -64,6 +68,9 @@ class Tools:
         for run in runs:
             if run.driver == NS2:
                 needed.add(NS2_PROGRAM)
+                continue
+            if run.driver == SIM:
+                needed.add(SIM_PROGRAM)
                 continue
             needed |= {"ss", "sysctl", "ip"}
             for flow in run.flows:
@@ -118,6 +125,26 @@ class Outcome:
     started: float  # unix time
     duration_s: float
     record: dict[str, Any] = field(default_factory=dict)  # what the driver adds to the record (ns2: its section)
+
+
+def run_program(argv: list[str], cwd: Path, stdout: Path, stderr: Path | None, stop: threading.Event) -> int:
+    """A program of a virtual-time driver (ns, meshemu-medium sim) in `cwd`,
+    its output into files (stderr None: into stdout's); the stop event
+    (Ctrl-C) terminates it and raises Interrupted. Its exit status."""
+    with open(stdout, "wb") as out, open(stderr, "wb") if stderr else contextlib.nullcontext() as err:
+        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=subprocess.STDOUT if err is None else err)
+        try:
+            while True:
+                try:
+                    return process.wait(timeout=0.2)
+                except subprocess.TimeoutExpired:
+                    if stop.is_set():
+                        raise Interrupted("stopped") from None
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                process.wait()
 
 
 def control_overhead(lab: Lab) -> tuple[int, int] | None:
@@ -544,35 +571,22 @@ class Execution:
 
     def _add_sim_reference(self, flows: list[dict[str, Any]]) -> None:
         """The same UDP flows through the sim driver (virtual time, same
-        medium): constant bit rate at the same IP packet size and offered
-        load and static minimum-hop routes (whatever routes the lab's), with
-        the run's seed and the `sim_seeds - 1` after it. One lab
-        run is one sample of a random process, so it is set beside the sim's
-        mean over seeds (and their range), not beside one sim sample."""
+        medium; sim/scenario.py): constant bit rate at the same IP packet
+        size and offered load and static minimum-hop routes (whatever routes
+        the lab's), with the run's seed and the `sim_seeds - 1` after it. One
+        lab run is one sample of a random process, so it is set beside the
+        sim's mean over seeds (and their range), not beside one sim sample."""
         run = self.run
-        names = [node.name for node in run.topology.nodes]
-        udp_flows = [flow for flow in run.flows if flow.kind == "udp"]
+        udp_flows = sim_scenario.udp_flows(run)
         if not udp_flows:
             return
-        sim_flows = []
-        for flow in udp_flows:
-            ip_bytes = flow.options["packet"] + 28
-            sim_flows.append({"name": flow.name, "src": names.index(flow.src), "dst": names.index(flow.dst),
-                              "packet_bytes": ip_bytes,
-                              "traffic": {"kind": "cbr", "rate_bps": math.ceil(flow.options["rate_bps"] * ip_bytes / flow.options["packet"])},
-                              "start_ns": flow.start_ns, "stop_ns": flow.stop_ns})
         seeds = [run.topology.medium["seed"] + k for k in range(run.measure["sim_seeds"])]
-        outputs = [medium.sim({"medium": {**run.topology.medium, "seed": seed}, "duration_ns": run.duration_ns,
-                               "warmup_ns": run.warmup_ns, "routing": "static", "flows": sim_flows,
-                               "trace": False})
-                   for seed in seeds]
+        outputs = [medium.sim(sim_scenario.scenario(run, seed)) for seed in seeds]
         (self.dir / "sim.json").write_text(json.dumps({"seeds": seeds, "outputs": outputs}))
-        # The sim counts IP bytes delivered over [warmup, duration]; the lab UDP payload over the flow's window.
-        measured_s = (run.duration_ns - run.warmup_ns) / NS
-        for index, (flow, sim) in enumerate(zip(udp_flows, sim_flows)):
+        for index, flow in enumerate(udp_flows):
             record = next(row for row in flows if row["name"] == flow.name)
-            scale = flow.options["packet"] / sim["packet_bytes"] * measured_s / record["window_s"]
-            goodputs = [output["flows"][index]["throughput_bps"] * scale for output in outputs]
+            goodputs = [sim_scenario.udp_metrics(run, flow, output["flows"][index])["goodput_bps"]
+                        for output in outputs]
             mean = statistics.fmean(goodputs)
             record.update({"sim_seeds": seeds, "sim_goodput_bps": mean, "sim_goodput_min_bps": min(goodputs),
                            "sim_goodput_max_bps": max(goodputs),

@@ -11,10 +11,11 @@ the reason, while other runs remain: a study names every variant and runs
 what the machine has (and the rest where the kernel has them). A name that is
 no Linux congestion control at all is an error, as is a plan with no run left.
 
-A plan is for one driver: `lab` (real time, the default) or `ns2` (the file
-translated into an ns-2.35 scenario, meshemu/ns2/). A run with a setting
-ns-2 cannot reproduce is skipped in the same way, naming the setting where it
-is written (ns2/support.py), so a study's other cases still run in ns-2;
+A plan is for one driver: `lab` (real time, the default), `ns2` (the file
+translated into an ns-2.35 scenario, meshemu/ns2/) or `sim` (the model in
+virtual time, meshemu/sim/). A run with a setting the driver cannot
+reproduce is skipped in the same way, naming the setting where it is written
+(ns2/support.py, sim/support.py), so a study's other cases still run there;
 routing only ns-2 has (dsr, dsdv) is an error in a lab's plan.
 """
 
@@ -33,7 +34,8 @@ from pydantic import ValidationError
 
 from .. import medium
 from ..errors import ConfigError, Problem
-from ..ns2.support import unsupported
+from ..ns2 import support as ns2_support
+from ..sim import support as sim_support
 from ..routing import DAEMON_ROUTING, NS2_ONLY_ROUTING, QUICKACK_DAEMONS, only_in_ns2
 from ..schema import StrictModel
 from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
@@ -49,10 +51,14 @@ LINUX_CONGESTION_CONTROLS = frozenset({
     "scalable", "vegas", "veno", "westwood", "yeah"})
 FIRST_PORT = 5201
 NS = 1_000_000_000
-# Who carries out the runs: a real-time lab, or ns-2.35 (meshemu/ns2/).
+# Who carries out the runs: a real-time lab, ns-2.35 (meshemu/ns2/), or the
+# model in virtual time (meshemu/sim/).
 LAB = "lab"
 NS2 = "ns2"
-DRIVERS = (LAB, NS2)
+SIM = "sim"
+DRIVERS = (LAB, NS2, SIM)
+# What each virtual-time driver cannot carry out, per planned run.
+UNSUPPORTED = {NS2: ns2_support.unsupported, SIM: sim_support.unsupported}
 
 
 @dataclass(frozen=True)
@@ -125,8 +131,8 @@ class Run:
 @dataclass(frozen=True)
 class Skipped:
     """A run the driver cannot carry out (a lab: its congestion control is
-    not in this kernel; ns-2: a setting it has no equivalent for), with the
-    reason."""
+    not in this kernel; ns-2, the sim: a setting they have no equivalent
+    for), with the reason."""
 
     params: dict[str, Any]
     seed: int
@@ -180,8 +186,8 @@ def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str
     _apply_scale(document, scale)
     _apply_overrides(document, overrides)
     inline_topology_file(document)
-    # ns-2's TCP agents are its own: the kernel's list matters to labs only.
-    cc = [] if driver == NS2 else available_cc if available_cc is not None else kernel_congestion_controls()
+    # ns-2's TCP agents are its own (and the sim has no TCP): the kernel's list matters to labs only.
+    cc = [] if driver != LAB else available_cc if available_cc is not None else kernel_congestion_controls()
     problems: list[Problem] = []
     runs: list[Run] = []
     skipped: list[Skipped] = []
@@ -287,8 +293,8 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
             unavailable.extend(exc.problems)
             skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in exc.problems)))
             continue
-        if driver == NS2:
-            problems = unsupported(document, spec, topology, flows)
+        if driver in UNSUPPORTED:
+            problems = UNSUPPORTED[driver](document, spec, topology, flows)
             if problems:  # as an unavailable congestion control: the study's other runs remain
                 unavailable.extend(problems)
                 skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in problems)))

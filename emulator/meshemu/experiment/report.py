@@ -1,14 +1,15 @@
 """`meshemu report RESULTS_DIR`: tables of mean and 90% CI per group of runs
-(same swept values, across seeds), paired t-tests between the values of one
+(same swept values, across seeds; or with `spread`, their min / median /
+max), paired t-tests between the values of one
 parameter on the same other values and seeds (over all pairs, and per value
 of the x parameter when that is swept too), and plots (PNG and SVG) in
 `RESULTS_DIR/report/`: metric vs a parameter with CI error bars, bars per
 value (e.g. per hop count), CDFs over runs, and a run's time series.
 
 When the directory holds runs of more than one driver (`meshemu run
---driver`), `driver` is a parameter like a swept one: groups split by it,
-and `--compare driver` pairs each lab run with the ns-2 run of the same swept
-values and seed.
+--driver`: lab, ns2, sim), `driver` is a parameter like a swept one: groups
+split by it, and `--compare driver` pairs the runs of every two drivers that
+share the swept values and the seed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +110,8 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 
 def report(directory: Path, console: Console, x: str | None = None, group: str | None = None,
-           compare: str | None = None, metrics: list[str] | None = None, trace: str | None = None) -> None:
+           compare: str | None = None, metrics: list[str] | None = None, trace: str | None = None,
+           spread: bool = False) -> None:
     results = ResultsDir(directory)
     records = results.records()
     if not records:
@@ -126,7 +129,7 @@ def report(directory: Path, console: Console, x: str | None = None, group: str |
     out_dir = directory / "report"
     out_dir.mkdir(exist_ok=True)
     results.write_csv()
-    console.print(summary_table(data, columns))
+    console.print(summary_table(data, columns, spread))
     _write_summary_csv(data, columns, out_dir / "summary.csv")
     if compare is not None:
         within = x if x in data.params and x != compare else None
@@ -161,9 +164,15 @@ def _format(value: float, metric: str) -> str:
     return f"{scaled:.3f}" if abs(scaled) < 1000 else f"{scaled:.0f}"
 
 
-def summary_table(data: Dataset, columns: list[str]) -> Table:
-    table = Table(title=f"mean ± {int(CONFIDENCE * 100)}% confidence interval over seeds "
-                        f"({data.records[0].get('experiment')})")
+def _format_value(value: float, metric: str) -> str:
+    """One run's value: a count as the whole number it is."""
+    return f"{value:.0f}" if value.is_integer() and not metric.endswith("_bps") else _format(value, metric)
+
+
+def summary_table(data: Dataset, columns: list[str], spread: bool = False) -> Table:
+    """A row per group: mean ± CI of each metric, or min / median / max."""
+    what = "min / median / max" if spread else f"mean ± {int(CONFIDENCE * 100)}% confidence interval"
+    table = Table(title=f"{what} over seeds ({data.records[0].get('experiment')})")
     for name in data.params:
         table.add_column(escape(name))
     table.add_column("runs", justify="right")
@@ -176,6 +185,10 @@ def summary_table(data: Dataset, columns: list[str]) -> Table:
             values = [v for v in (_number(row.get(metric)) for row in rows) if v is not None]
             if not values:
                 cells.append("-")
+                continue
+            if spread:
+                cells.append(" / ".join(_format_value(value, metric)
+                                        for value in (min(values), statistics.median(values), max(values))))
                 continue
             estimate = mean_ci(values)
             text = _format(estimate.mean, metric)
@@ -196,7 +209,8 @@ def _write_summary_csv(data: Dataset, columns: list[str], path: Path) -> None:
                 estimate = mean_ci(values)
                 # "runs", not "n": a swept parameter is often called n (topology.generate.n).
                 rows.append({**base, "metric": metric, "runs": estimate.n, "mean": estimate.mean,
-                             "ci_low": estimate.low, "ci_high": estimate.high, "stdev": estimate.stdev})
+                             "ci_low": estimate.low, "ci_high": estimate.high, "stdev": estimate.stdev,
+                             "min": min(values), "median": statistics.median(values), "max": max(values)})
     _write_rows(rows, path)
 
 

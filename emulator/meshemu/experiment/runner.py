@@ -1,7 +1,8 @@
 """Carrying out the runs of a plan: `jobs` runs at a time, progress with an
 ETA and the live goodput of the runs under way, records appended as runs
 finish, Ctrl-C (or SIGTERM) handled cleanly. Each run goes to its driver
-(`Runner._execution`): a lab of its own (execute.py), or ns-2 (ns2/driver.py).
+(`Runner._execution`): a lab of its own (execute.py), ns-2 (ns2/driver.py)
+or the model in virtual time (sim/driver.py).
 
 Ctrl-C sets a stop event that every run checks while it waits: runs under
 way stop, tear their labs down and are not recorded; runs not started are
@@ -28,8 +29,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from ..errors import MeshemuError
 from ..ns2.driver import Ns2Execution, ns_version
-from .execute import NS2_PROGRAM, Execution, Interrupted, Tools
-from .plan import NS2, Plan, Run, short_name
+from ..sim.driver import SimExecution, medium_version
+from .execute import NS2_PROGRAM, SIM_PROGRAM, Execution, Interrupted, Tools
+from .plan import NS2, SIM, Plan, Run, short_name
 from .results import ResultsDir, software_version
 
 NS = 1_000_000_000
@@ -72,21 +74,24 @@ class Runner:
         self.jobs = jobs
         self.console = console
         self.stop = threading.Event()
-        self.active: dict[str, tuple[Run, Execution | Ns2Execution]] = {}
+        self.active: dict[str, tuple[Run, Execution | Ns2Execution | SimExecution]] = {}
         self.lock = threading.Lock()
         self.summary = Summary()
         self.software = software_version()
         self.ns2_version: dict[str, Any] = {}
+        self.sim_version: str | None = None
         self.run_seconds: list[float] = []
 
     def lab_name(self, run: Run) -> str:
         return f"x{run.run_id[:12]}"
 
-    def _execution(self, run: Run, artefacts: Path, tools: Tools) -> Execution | Ns2Execution:
-        """The run's driver: ns-2, or a lab of its own."""
+    def _execution(self, run: Run, artefacts: Path, tools: Tools) -> Execution | Ns2Execution | SimExecution:
+        """The run's driver: ns-2, the sim, or a lab of its own."""
         if run.driver == NS2:
             return Ns2Execution(run, artefacts, tools[NS2_PROGRAM], self.ns2_version, self.stop,
                                 f"{self.plan.name}: run {run.run_id}, {run.label()}")
+        if run.driver == SIM:
+            return SimExecution(run, artefacts, tools[SIM_PROGRAM], self.sim_version, self.stop)
         return Execution(run, self.lab_name(run), artefacts, tools, self.stop)
 
     # --- one run, in a worker thread ---
@@ -160,6 +165,8 @@ class Runner:
         tools = Tools.find(pending)
         if NS2_PROGRAM in tools.paths:
             self.ns2_version = ns_version(tools[NS2_PROGRAM])
+        if SIM_PROGRAM in tools.paths:
+            self.sim_version = medium_version(tools[SIM_PROGRAM])
         self.results.path.mkdir(parents=True, exist_ok=True)
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import medium
 from ..experiment import metrics
-from ..experiment.execute import Interrupted, Outcome, RunFailed
+from ..experiment.execute import Interrupted, Outcome, RunFailed, run_program
 from ..experiment.plan import Run
 from . import scenario as ns2_scenario
 from .trace import Samples, TraceError, TraceReader, read_samples, tail_time
@@ -113,20 +113,11 @@ class Ns2Execution:
 
     def _simulate(self) -> None:
         """`ns scenario.tcl` in the run's directory; Ctrl-C stops it."""
-        with open(self.dir / LOG_FILE, "wb") as log:
-            process = subprocess.Popen([self.program, ns2_scenario.SCENARIO_FILE], cwd=self.dir,
-                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-            try:
-                while process.poll() is None:
-                    if self.stop.wait(0.2):
-                        raise Interrupted("stopped")
-            finally:
-                if process.poll() is None:
-                    process.terminate()
-                    process.wait()
-        if process.returncode != 0:
+        status = run_program([self.program, ns2_scenario.SCENARIO_FILE], self.dir, self.dir / LOG_FILE, None,
+                             self.stop)
+        if status != 0:
             tail = (self.dir / LOG_FILE).read_text(errors="replace").strip().splitlines()[-8:]
-            raise RunFailed(f"ns exited with {process.returncode}: " + (" | ".join(tail) or "no output"))
+            raise RunFailed(f"ns exited with {status}: " + (" | ".join(tail) or "no output"))
 
     def _metrics(self, reader: TraceReader, samples: Samples, written: ns2_scenario.Scenario,
                  names: list[str]) -> dict[str, Any]:
