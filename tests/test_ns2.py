@@ -152,6 +152,8 @@ def test_ns2_runs_the_chain_and_the_trace_gives_the_flows(write, tmp_path):
     udp = reader.udp_metrics("cbr", samples.sink["cbr"], 200_000)
     # 25 packets/s sent over [2 s, 8 s): a light load that two hops carry whole.
     assert udp["packets_sent"] == 150 and udp["packets_received"] == 150 and udp["loss"] == 0
+    # AODV adds the IP header: packets as long as the lab's (payload + 28 B).
+    assert _received_sizes(tmp_path / ns2_scenario.TRACE_FILE) == {1028}
     assert udp["goodput_bps"] == pytest.approx(200_000)
     assert udp["route_length"] == 2.0 and 2 < udp["delay_ms"]["min"] < udp["delay_ms"]["max"] < 500
     assert udp["duplicates"] == 0 and udp["reordered"] == 0
@@ -479,6 +481,14 @@ traffic:
     udp = reader.udp_metrics("cbr", samples.sink["cbr"], 100_000)
     assert udp["packets_sent"] == 250 and udp["loss"] == 0 and udp["route_length"] == 1.0
     assert reader.routing()["control_packets"] == 0
+    # DumbAgent adds no IP header: the packet carries it, so it is as long as the lab's (payload + 28 B).
+    assert _received_sizes(tmp_path / ns2_scenario.TRACE_FILE) == {528}
+
+
+def _received_sizes(trace: Path) -> set[int]:
+    """The sizes of the UDP packets the agents received (IP packets)."""
+    return {int(line.split()[7]) for line in trace.read_text().splitlines() if line.startswith("r ") and " AGT " in line
+            and " cbr " in line}
 
 
 def test_a_sweep_runs_its_supported_cases_and_skips_the_rest_saying_why(write):

@@ -27,9 +27,11 @@ value here has an ns-2 counterpart:
   ns-2's topography starts at 0), and every movement as `setdest` legs from
   the model's own trajectories (`meshemu-medium mobility`).
 - udp: Agent/UDP + Application/Traffic/CBR -> Agent/LossMonitor. ns-2's UDP
-  agent adds no UDP header, so each packet carries the payload + 8 bytes and
-  IP packets are as long as the lab's (payload + 28); the agent's
-  packetSize_ is as large, so it never splits the data.
+  agent adds no UDP header, so each packet carries the payload + 8 bytes;
+  the routing agents (AODV, DSDV, DSR) add the 20-byte IP header, DumbAgent
+  does not, so there the packet carries it too: IP packets are as long as
+  the lab's (payload + 28) under every agent. The agent's packetSize_ is as
+  large, so it never splits the data.
 - tcp: one bulk FTP transfer over Agent/TCP/Reno, Newreno, Vegas or Sack1
   (cc: sack, or reno with sack: true) to TCPSink (Sack1 for SACK, DelAck
   variants for delayed ACKs; unset: ns-2's defaults, no SACK and an ACK per
@@ -64,6 +66,9 @@ SACK_CCS = ("reno", "sack")
 DEFAULT_MSS = 1460
 # The UDP header ns-2's Agent/UDP leaves out, carried as payload instead.
 UDP_HEADER = 8
+# The IP header ns-2's routing agents add to the packets their node sends
+# (TCP's excepted, whose agent counts it); DumbAgent adds none.
+IP_HEADER = 20
 # ns-2's TCP/IP header (Agent/TCP tcpip_base_hdr_size_).
 TCP_IP_HEADER = 40
 ROUTING_AGENTS = {"aodv": "AODV", "dsr": "DSR", "dsdv": "DSDV", "static": "DumbAgent", "none": "DumbAgent"}
@@ -231,13 +236,14 @@ def _movement(index: int, trajectory: list[dict[str, Any]], shift: tuple[float, 
     return lines
 
 
-def _flow_setup(run: "Run", flow: "Flow", names: list[str]) -> FlowSetup:
+def _flow_setup(run: "Run", flow: "Flow", names: list[str], routing_agent: str) -> FlowSetup:
     window_ns = (max(run.warmup_ns, flow.start_ns), flow.stop_ns)
     src, dst = names.index(flow.src), names.index(flow.dst)
     if flow.kind == "udp":
         payload = flow.options["packet"]
+        headers = UDP_HEADER + (IP_HEADER if routing_agent == "DumbAgent" else 0)
         return FlowSetup(flow.name, "udp", src, dst, "Agent/UDP", "Agent/LossMonitor", payload,
-                         payload + UDP_HEADER, None, window_ns)
+                         payload + headers, None, window_ns)
     options = flow.options
     agent = SACK_AGENT if options["sack"] else TCP_AGENTS[options["cc"]]
     sink = "Agent/TCPSink" + ("/Sack1" if agent == SACK_AGENT else "") + ("/DelAck" if options["delayed_ack"] else "")
@@ -305,7 +311,7 @@ def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str) -
     shift, size = _placement(trajectories)
     propagation, propagation_facts = _propagation(radio, seed)
     flows = [flow for flow in run.flows if flow.kind in ("tcp", "udp")]
-    setups = tuple(_flow_setup(run, flow, names) for flow in flows)
+    setups = tuple(_flow_setup(run, flow, names, ROUTING_AGENTS[routing]) for flow in flows)
     queue = "CMUPriQueue" if routing == "dsr" else "Queue/DropTail/PriQueue"
 
     lines = [f"# {' '.join(title.split())}",  # one comment line whatever the swept values hold
