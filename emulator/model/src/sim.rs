@@ -120,6 +120,9 @@ pub struct FlowOutput {
     pub generated: u64,
     /// Packets delivered (for broadcast: receptions, over all receivers).
     pub delivered: u64,
+    /// Of the packets counted in `generated`, those delivered, whenever:
+    /// what a lab counts as received of the packets sent in its window.
+    pub generated_delivered: u64,
     pub delivered_bytes: u64,
     pub throughput_bps: f64,
     pub delay_ns: DelaySummary,
@@ -217,6 +220,7 @@ struct FlowState {
     blocked: bool,
     generated: u64,
     delivered: u64,
+    generated_delivered: u64,
     delivered_bytes: u64,
     delays: Vec<Time>,
     source_queue_drops: u64,
@@ -270,6 +274,7 @@ pub fn run(scenario: &Scenario) -> Result<SimOutput, ConfigError> {
             blocked: false,
             generated: 0,
             delivered: 0,
+            generated_delivered: 0,
             delivered_bytes: 0,
             delays: Vec::new(),
             source_queue_drops: 0,
@@ -394,6 +399,9 @@ impl Driver {
                     FlowDest::Node(dst) => node == dst,
                 };
                 if arrived {
+                    if payload.created_ns >= self.warmup {
+                        flow.generated_delivered += 1;
+                    }
                     if time >= self.warmup {
                         flow.delivered += 1;
                         flow.delivered_bytes += len as u64;
@@ -442,6 +450,7 @@ impl Driver {
                 name: f.cfg.name.clone(),
                 generated: f.generated,
                 delivered: f.delivered,
+                generated_delivered: f.generated_delivered,
                 delivered_bytes: f.delivered_bytes,
                 throughput_bps: f.delivered_bytes as f64 * 8.0 / window_s,
                 delay_ns: summarize(&mut f.delays),
@@ -603,6 +612,8 @@ mod tests {
         let f = &out.flows[0];
         assert_eq!(f.hops, 2);
         assert!(f.delivered + 1 >= f.generated && f.generated > 150, "{f:?}");
+        // The flow started before the warm-up's end: a packet in flight then is delivered, not generated.
+        assert!(f.generated_delivered <= f.generated && f.generated_delivered + 1 >= f.delivered, "{f:?}");
         assert!((f.throughput_bps - 100_000.0).abs() < 2_000.0, "{}", f.throughput_bps);
         // Two hops of DATA+ACK at least.
         assert!(f.delay_ns.p50 > 2 * 6_176_000);
@@ -628,6 +639,16 @@ mod tests {
         assert_eq!(run(&s).unwrap().trace_digest, out.trace_digest);
         s.snapshots_ns = vec![s.duration_ns + 1];
         assert_eq!(run(&s).unwrap_err().to_string(), "snapshots_ns[0]: must be <= duration_ns (20000000000)");
+    }
+
+    #[test]
+    fn generated_delivered_counts_the_windows_packets_whenever_they_arrive() {
+        let mut f = flow(0, 2, Traffic::Cbr { rate_bps: 100_000.0 });
+        f.stop_ns = Some(10_000_000_000);
+        let out = run(&scenario(&[0.0, 200.0, 400.0], vec![f], 1)).unwrap();
+        // 8.6 packets/s created in [1 s, 10 s), a light load two hops carry whole long before the run's end.
+        let f = &out.flows[0];
+        assert!(f.generated == 77 && f.generated_delivered == f.generated, "{f:?}");
     }
 
     #[test]
