@@ -11,15 +11,13 @@ at time 0. As in a lab, every node's counters are read at the warm-up's end
 and at the run's end (`snapshots_ns`), and the run goes on for `drain`
 after it, so that packets in flight arrive.
 
-How the sim measures a flow, against the lab (experiment/README.md, "The
-sim driver"): it counts the packets created from the warm-up's end on (a
-flow creates packets only between its start and stop, so these are the
-packets sent in the lab's window [max(warmup, start), stop]) and the
-packets delivered from then until the drain's end, whenever they were
-created. The lab counts the packets sent in the window and those of them
-that arrived by the drain's end. The two differ only for a flow that starts
-before the warm-up's end: the sim counts the packets created before it and
-delivered after it too.
+A flow is measured as in a lab (experiment/README.md, "The sim driver"):
+the packets created from the warm-up's end on (`generated`: a flow creates
+packets only between its start and stop, so these are the packets sent in
+the lab's window [max(warmup, start), stop]) and those of them delivered
+by the drain's end (`generated_delivered`). Only the one-way delays are
+the sim's own: those of the packets delivered from the warm-up's end on,
+whenever created.
 """
 
 from __future__ import annotations
@@ -66,8 +64,8 @@ def window_s(run: "Run", flow: "Flow") -> float:
 def udp_metrics(run: "Run", flow: "Flow", figures: dict[str, Any]) -> dict[str, Any]:
     """The lab's UDP metrics from the sim's figures of the flow (its entry in
     the output's `flows`): goodput counts the UDP payload of the packets
-    delivered, over the flow's window."""
-    created, delivered = figures["generated"], figures["delivered"]
+    sent in the flow's window that arrived, over the window."""
+    created, delivered = figures["generated"], figures["generated_delivered"]
     delay = figures["delay_ns"]
     return {
         "goodput_bps": delivered * flow.options["packet"] * 8 / window_s(run, flow),
@@ -76,7 +74,8 @@ def udp_metrics(run: "Run", flow: "Flow", figures: dict[str, Any]) -> dict[str, 
         "packets_received": delivered,
         "loss": 1 - delivered / created if created else None,
         # The sim's delay summary is zeros when nothing arrived.
-        "delay_ms": {key: delay[key] / 1e6 for key in ("mean", "p50", "p95", "max")} if delivered else None,
+        "delay_ms": {key: delay[key] / 1e6 for key in ("mean", "p50", "p95", "max")} if figures["delivered"]
+        else None,
         "source_queue_drops": figures["source_queue_drops"],
         # Static routes: every packet delivered took the same path.
         "route_length": float(figures["hops"]) if delivered else None,
