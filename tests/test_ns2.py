@@ -21,7 +21,7 @@ import pytest
 from conftest import REPO, ctrl_c_reaches
 from meshemu import medium
 from meshemu.errors import ConfigError, LabError
-from meshemu.experiment.plan import LAB, NS2, plan_experiment
+from meshemu.experiment.plan import LAB, NS2, SIM, plan_experiment
 from meshemu.experiment.results import read_records
 from meshemu.lab import Lab
 from meshemu.ns2 import scenario as ns2_scenario
@@ -293,6 +293,41 @@ def test_every_counter_is_its_trace_lines_on_a_trace_ns2_writes(write, tmp_path)
         assert routing["aodv_sent"][kind] == every[f"s AODV ({kind})"] > 0
         assert routing["aodv_messages"][kind] == every[f"s AODV ({kind})"] + every.get(f"f AODV ({kind})", 0)
     assert routing["aodv_messages"]["REPLY"] > routing["aodv_sent"]["REPLY"]  # RREPs forwarded hop by hop
+
+
+# --- the validation page's files ---------------------------------------------------------------
+
+VALIDATION = REPO / "experiments" / "validation" / "ns2"
+# How experiments/validation/ns2/README.md runs each file in ns-2 beside the sim.
+NS2_SETTINGS = {"chain.yaml": ["topology.routing=dsdv"], "pairs.yaml": [],
+                "grid13-floods.yaml": ["topology.routing=aodv"]}
+
+
+@pytest.mark.parametrize("name", sorted(NS2_SETTINGS))
+def test_every_ns2_run_of_the_validation_page_pairs_with_a_sim_run(name):
+    """Each ns-2 run (`--only model=ns2-mac` and the page's `--set`) has the
+    sim run of the same swept values and seed beside it, which is what
+    `meshemu report --compare driver` pairs."""
+    path = VALIDATION / name
+    sim = plan_experiment(load_yaml(path), driver=SIM)
+    ns2 = plan_experiment(load_yaml(path), driver=NS2, overrides=NS2_SETTINGS[name])
+    ns2_runs = [run for run in ns2.runs if run.params["model"] == "ns2-mac"]
+    assert ns2_runs and not sim.skipped
+    sim_keys = {(json.dumps(run.params, sort_keys=True), run.seed) for run in sim.runs}
+    assert {(json.dumps(run.params, sort_keys=True), run.seed) for run in ns2_runs} <= sim_keys
+    # ns-2 refuses the model's standard MAC, naming the key.
+    assert all("eifs_nav: ns-2.35's MAC always uses EIFS as a NAV" in skipped.reason for skipped in ns2.skipped)
+
+
+def test_the_fifo_7_4_case_is_for_ns2_only():
+    path = VALIDATION / "grid13-fifo-7-4.yaml"
+    [run, *_] = plan_experiment(load_yaml(path), driver=NS2).runs
+    tcl = ns2_scenario.scenario(run, trajectories(run), "fifo-7-4").tcl
+    assert "Mac/802_11 set ShortRetryLimit_ 7" in tcl and "-adhocRouting AODV" in tcl
+    assert "set src_(c0) [new Agent/TCP/Reno]" in tcl and "$src_(c0) set window_ 32" in tcl
+    assert "$app_(row) set packetSize_ 1460" in tcl  # 1480-byte IP packets, as ns-2's 1460-byte CBR
+    with pytest.raises(ConfigError, match=r"traffic\[0\]\.kind: a tcp flow needs a TCP stack"):
+        plan_experiment(load_yaml(path), driver=SIM)
 
 
 # --- movement -------------------------------------------------------------------------------

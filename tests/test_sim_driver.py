@@ -236,7 +236,8 @@ def test_meshemu_run_driver_sim_records_runs_and_resumes(write, tmp_path):
 
 
 def test_a_file_with_nothing_the_sim_can_run_is_an_error(write, tmp_path):
-    experiment = write("tcp.yaml", CHAIN.split("traffic:")[0] + "traffic:\n  - {kind: tcp, src: n0, dst: n2, cc: reno}\n")
+    tcp_only = CHAIN.split("traffic:")[0] + "traffic:\n  - {kind: tcp, src: n0, dst: n2, cc: reno}\n"
+    experiment = write("tcp.yaml", tcp_only)
     result = meshemu("run", str(experiment), "--driver", "sim", "--out", str(tmp_path / "results"))
     assert result.returncode == 1
     assert "traffic[0].kind: a tcp flow needs a TCP stack" in result.stderr
