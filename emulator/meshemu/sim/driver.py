@@ -15,7 +15,7 @@ Metrics (experiment/README.md, "The sim driver"): per flow the lab's UDP
 metrics as sim/scenario.py maps them; `medium` the counters of every node
 over [warmup, duration] (the sim's snapshots at the run's end less those
 at the warm-up's end: the NodeCounters a lab reads, through
-metrics.medium_metrics, with the sim's `link_drops` besides); `routing`
+metrics.medium_metrics); `routing`
 that of static routes (nothing sent).
 """
 

@@ -151,8 +151,6 @@ pub struct NodeOutput {
     pub name: String,
     #[serde(flatten)]
     pub stats: NodeCounters,
-    /// Frames taken out of the queue by `retry_drop_flush`.
-    pub link_drops: u64,
 }
 
 impl Scenario {
@@ -342,7 +340,7 @@ impl Driver {
     /// Every node's counters now.
     fn node_outputs(&self, scenario: &Scenario) -> Vec<NodeOutput> {
         let nodes = scenario.medium.nodes.iter().enumerate();
-        nodes.map(|(i, node)| NodeOutput { name: node.name.clone(), stats: *self.medium.stats(i), link_drops: self.medium.link_drops(i) }).collect()
+        nodes.map(|(i, node)| NodeOutput { name: node.name.clone(), stats: *self.medium.stats(i) }).collect()
     }
 
     /// When the flow's next packet is due after one generated at `now`.
@@ -628,7 +626,7 @@ mod tests {
         assert_eq!(times, vec![s.duration_ns, 0, s.warmup_ns]);
         let (end, start, warm) = (&out.snapshots[0].nodes[1], &out.snapshots[1].nodes[1], &out.snapshots[2].nodes[1]);
         assert_eq!(warm.name, "n1");
-        assert!(start.stats == NodeCounters::default() && start.link_drops == 0);
+        assert!(start.stats == NodeCounters::default());
         assert!(warm.stats.tx_data_frames > 0 && warm.stats.tx_data_frames < end.stats.tx_data_frames);
         // Frames acknowledged in [warmup, duration] are the packets delivered then (one in flight at most).
         let window = end.stats.tx_data_frames - warm.stats.tx_data_frames;

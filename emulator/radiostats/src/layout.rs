@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 /// `b"MESHSTAT"`, the first 8 bytes of every page.
 pub const MAGIC: [u8; 8] = *b"MESHSTAT";
 /// The layout version this crate writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Buckets of the attempt histograms; the last one counts 16 or more attempts.
 pub const HISTOGRAM_BUCKETS: usize = 16;
 
@@ -58,6 +58,9 @@ pub struct NodeCounters {
     pub retry_drops: u64,
     /// Frames dropped because the interface queue was full.
     pub queue_drops: u64,
+    /// Queued frames dropped with a frame that failed at the retry limit,
+    /// because they were bound for the same receiver (`retry_drop_flush`).
+    pub link_drops: u64,
     /// Receptions lost to interference (SINR under the capture threshold,
     /// taken over by a stronger frame, or cut short by our own transmission).
     pub rx_collisions: u64,
@@ -117,9 +120,9 @@ pub fn format_mac(mac: &[u8; 6]) -> String {
 pub(crate) const HEADER_SIZE: usize = std::mem::size_of::<Header>();
 pub(crate) const COUNTERS_SIZE: usize = std::mem::size_of::<NodeCounters>();
 pub(crate) const PEER_SIZE: usize = std::mem::size_of::<PeerEntry>();
-const _: () = assert!(HEADER_SIZE == 48 && COUNTERS_SIZE == 448 && PEER_SIZE == 40);
+const _: () = assert!(HEADER_SIZE == 48 && COUNTERS_SIZE == 456 && PEER_SIZE == 40);
 
-/// Size in bytes of a version-2 page with `peer_count` peer entries.
+/// Size in bytes of a version-3 page with `peer_count` peer entries.
 pub fn page_size(peer_count: u32) -> usize {
     HEADER_SIZE + COUNTERS_SIZE + peer_count as usize * PEER_SIZE
 }

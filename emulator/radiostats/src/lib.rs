@@ -5,7 +5,7 @@
 //! daemon running inside a node finds its own page through
 //! `/run/meshemu/by-netns/<inode of its network namespace>` ([`RadioStats::open_own`]).
 //!
-//! # Layout, version 2
+//! # Layout, version 3
 //!
 //! Native byte order, which meshemu only builds for little-endian hosts. Every
 //! field is 8-byte aligned in 8-byte words, so the page is an array of `u64`
@@ -21,7 +21,7 @@
 //! | 32 | `u32` | node index |
 //! | 36 | `u32` | number of peer entries after the counters |
 //! | 40 | `u64` | waiters: threads blocked in [`RadioStats::wait_for_change`] |
-//! | 48 | [`NodeCounters`] | 56 `u64` (448 bytes) |
+//! | 48 | [`NodeCounters`] | 57 `u64` (456 bytes) |
 //! | 496 | [`PeerEntry`] × peer count | 40 bytes each, entry *j* is node index *j* |
 //!
 //! The node's own entry in the peer table is present and stays zero, so that

@@ -374,11 +374,12 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Header, time_ns), 24);
         assert_eq!(std::mem::offset_of!(Header, peer_count), 36);
         assert_eq!(std::mem::offset_of!(Header, waiters), 40);
-        assert_eq!(std::mem::offset_of!(NodeCounters, queue_len_max), 23 * 8);
-        assert_eq!(std::mem::offset_of!(NodeCounters, rts_attempts_hist), 24 * 8);
+        assert_eq!(std::mem::offset_of!(NodeCounters, link_drops), 15 * 8);
+        assert_eq!(std::mem::offset_of!(NodeCounters, queue_len_max), 24 * 8);
+        assert_eq!(std::mem::offset_of!(NodeCounters, rts_attempts_hist), 25 * 8);
         assert_eq!(std::mem::offset_of!(PeerEntry, tx_acked), 8);
         assert_eq!(std::mem::offset_of!(PeerEntry, last_sinr_mdb), 36);
-        assert_eq!(page_size(3), 48 + 448 + 120);
+        assert_eq!(page_size(3), 48 + 456 + 120);
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl<P: Clone> Medium<P> {
         let mut kept = std::collections::VecDeque::with_capacity(node.queue.len());
         for q in node.queue.drain(..) {
             if q.frame.dst == dst {
-                node.link_drops += 1;
+                node.stats.link_drops += 1;
                 out.push(Action::TxDone { time: self.now, node: n, payload: q.frame.payload, outcome: TxOutcome::LinkDrop });
             } else {
                 kept.push_back(q);

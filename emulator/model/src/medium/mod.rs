@@ -322,9 +322,6 @@ struct Node<P> {
     bit_error_rng: Stream,
     shadowing_rng: Stream,
     stats: NodeCounters,
-    /// Frames taken out of the queue by `retry_drop_flush` (not on the
-    /// statistics page).
-    link_drops: u64,
 }
 
 /// The emulated medium: every node's PHY and MAC, and the channel between.
@@ -398,7 +395,6 @@ impl<P: Clone> Medium<P> {
                     bit_error_rng: rng::stream(seed, Purpose::BitErrors, i as u64, 0),
                     shadowing_rng: rng::stream(seed, Purpose::ShadowingFrame, i as u64, 0),
                     stats: NodeCounters::default(),
-                    link_drops: 0,
                     radio,
                 }
             })
@@ -579,11 +575,6 @@ impl<P: Clone> Medium<P> {
 
     pub fn stats(&self, node: NodeId) -> &NodeCounters {
         &self.nodes[node].stats
-    }
-
-    /// Frames taken out of the node's queue by `retry_drop_flush`.
-    pub fn link_drops(&self, node: NodeId) -> u64 {
-        self.nodes[node].link_drops
     }
 
     pub fn peer_stats(&self, node: NodeId, peer: NodeId) -> &PeerStats {

@@ -671,7 +671,7 @@ fn retry_drop_flush_takes_the_queued_frames_to_the_same_receiver() {
         m.advance(10_000 * MS, &mut out);
         let mut o: Vec<(u32, TxOutcome)> = outcomes(&out).into_iter().map(|(_, id, oc)| (id, oc)).collect();
         o.sort_by_key(|x| x.0);
-        (o, m.link_drops(0), m.stats(0).retry_drops)
+        (o, m.stats(0).link_drops, m.stats(0).retry_drops)
     };
     let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
     let acked = TxOutcome::Acked { rts_attempts: 0, data_attempts: 1 };
@@ -698,5 +698,5 @@ fn retry_drop_flush_is_not_set_off_by_a_priority_frame() {
     m.advance(10_000 * MS, &mut out);
     let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
     assert_eq!(outcomes(&out), vec![(0, 1, drop7), (0, 2, drop7)]);
-    assert_eq!(m.link_drops(0), 0);
+    assert_eq!(m.stats(0).link_drops, 0);
 }
