@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import limits, units
 from .errors import ConfigError, Problem
+from .source import read_user_file
 
 _NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 _SET = re.compile(rf"^\$node_\((\d+)\)\s+set\s+([XYZ])_\s+{_NUMBER}$")
@@ -52,29 +54,24 @@ def parse_trace(text: str, name: str) -> dict[int, TraceNode]:
         line = raw.strip()
         if not line or line.startswith("#") or _GOD.match(line):
             continue
-        if match := _SET.match(line):
-            index, axis, value = int(match[1]), match[2], float(match[3])
-            if not math.isfinite(value):
-                bad(line_number, f"bad ns-2 trace line: coordinate {match[3]} is not finite")
-                continue
-            node = nodes.setdefault(index, TraceNode(line_number))
-            node.initial[axis] = value
-        elif match := _SETDEST.match(line):
-            at_s, index = float(match[1]), int(match[2])
-            x, y, speed = float(match[3]), float(match[4]), float(match[5])
-            if not all(math.isfinite(v) for v in (at_s, x, y, speed)):
-                bad(line_number, "bad ns-2 trace line: a number is not finite")
-            elif at_s < 0:
-                bad(line_number, f"bad ns-2 trace line: negative time {match[1]}")
-            elif speed <= 0:
-                bad(line_number, f"bad ns-2 trace line: speed must be positive, got {match[5]}")
-            else:
+        try:
+            if match := _SET.match(line):
+                index, axis, value = int(match[1]), match[2], _metres(match[3])
                 node = nodes.setdefault(index, TraceNode(line_number))
-                node.moves.append(TraceMove(line_number, round(at_s * 1e9), (x, y), speed))
-        else:
-            shown = line if len(line) <= 60 else line[:57] + "..."
-            bad(line_number, f"bad ns-2 trace line {shown!r}: expected '$node_(i) set X_ x' or "
-                             "'$ns_ at t \"$node_(i) setdest x y speed\"'")
+                node.initial[axis] = value
+            elif match := _SETDEST.match(line):
+                at_ns, index = _nanoseconds(match[1]), int(match[2])
+                x, y, speed = _metres(match[3]), _metres(match[4]), units.SPEED.within_limit(float(match[5]), match[5])
+                if speed <= 0:
+                    raise ValueError(f"speed must be positive, got {match[5]}")
+                node = nodes.setdefault(index, TraceNode(line_number))
+                node.moves.append(TraceMove(line_number, at_ns, (x, y), speed))
+            else:
+                shown = line if len(line) <= 60 else line[:57] + "..."
+                bad(line_number, f"bad ns-2 trace line {shown!r}: expected '$node_(i) set X_ x' or "
+                                 "'$ns_ at t \"$node_(i) setdest x y speed\"'")
+        except ValueError as exc:
+            bad(line_number, f"bad ns-2 trace line: {exc}")
     if problems:
         raise ConfigError(problems)
     for node in nodes.values():
@@ -82,10 +79,23 @@ def parse_trace(text: str, name: str) -> dict[int, TraceNode]:
     return nodes
 
 
+def _metres(text: str) -> float:
+    """A coordinate of the trace (metres), finite and within meshemu's limits."""
+    metres = float(text)
+    if not math.isfinite(metres):
+        raise ValueError(f"coordinate {text} is not finite")
+    return units.LENGTH.within_limit(metres, text)
+
+
+def _nanoseconds(text: str) -> int:
+    """A time of the trace (seconds) in ns, not negative, within meshemu's limits."""
+    seconds = float(text)
+    if seconds < 0:
+        raise ValueError(f"negative time {text}")
+    if not math.isfinite(seconds):
+        raise ValueError(f"time {text} is not finite")
+    return round(units.TIME.within_limit(seconds * 1e9, text))
+
+
 def load_trace(path: Path, shown_name: str) -> dict[int, TraceNode]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "no such file" if isinstance(exc, FileNotFoundError) else f"cannot read: {exc}"
-        raise ConfigError([Problem(shown_name, 0, 0, "", reason)]) from None
-    return parse_trace(text, shown_name)
+    return parse_trace(read_user_file(path, shown_name, limits.MAX_TRACE_BYTES), shown_name)

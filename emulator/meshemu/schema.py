@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from . import units
+from . import limits, units
 from .units import Quantity
 
 NODE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
@@ -330,7 +330,8 @@ LabMobility = Annotated[
 
 # --- generators -------------------------------------------------------------------
 
-NodeCount = Annotated[int, Field(ge=1, le=4096)]
+NodeCount = Annotated[int, Field(ge=1, le=limits.MAX_NODES)]
+Attempts = Annotated[int, Field(ge=1, le=limits.MAX_PLACEMENT_ATTEMPTS)]
 
 
 class ChainGenerator(StrictModel):
@@ -345,21 +346,40 @@ class GridGenerator(StrictModel):
     cols: NodeCount
     spacing: PositiveDistance
 
+    @model_validator(mode="after")
+    def _node_count(self) -> "GridGenerator":
+        if self.rows * self.cols > limits.MAX_NODES:
+            raise ValueError(f"{self.rows} x {self.cols} are {self.rows * self.cols} nodes, more than the "
+                             f"{limits.MAX_NODES} of a topology (meshemu/limits.py)")
+        return self
 
-class RandomGenerator(StrictModel):
-    kind: Literal["random"]
+
+class RandomPlacement(StrictModel):
+    """What the random generators share: n nodes drawn from the seed, redrawn
+    until connected."""
+
     n: NodeCount
     connected: bool = True
-    max_attempts: Annotated[int, Field(ge=1, le=100_000)] = 100
+    max_attempts: Attempts = 100
+
+    @model_validator(mode="after")
+    def _draws(self) -> "RandomPlacement":
+        most = limits.placement_attempts(self.n)
+        if self.max_attempts > most:
+            raise ValueError(f"max_attempts: {self.max_attempts} draws of {self.n} nodes are more than a placement "
+                             f"may make (n x n x max_attempts at most {limits.MAX_PLACEMENT_PAIRS} node pairs, "
+                             f"meshemu/limits.py): at most {most}")
+        return self
 
 
-class StripGenerator(StrictModel):
+class RandomGenerator(RandomPlacement):
+    kind: Literal["random"]
+
+
+class StripGenerator(RandomPlacement):
     kind: Literal["strip"]
-    n: NodeCount
     length: PositiveDistance
     width: PositiveDistance
-    connected: bool = True
-    max_attempts: Annotated[int, Field(ge=1, le=100_000)] = 100
 
 
 class StarGenerator(StrictModel):
@@ -652,9 +672,9 @@ class RunFileSpec(StrictModel):
     mac: Mac | None = None
     duration: PositiveDuration
     warmup: Duration = 0
-    seeds: Annotated[list[Seed], Field(min_length=1)] | None = None
+    seeds: Annotated[list[Seed], Field(min_length=1, max_length=limits.MAX_SEEDS)] | None = None
     seed: Seed | None = None
-    repetitions: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    repetitions: Annotated[int, Field(ge=1, le=limits.MAX_SEEDS)] | None = None
     sweep: SweepSpec | None = None
 
     @model_validator(mode="after")

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import copy
 import difflib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer, MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 
+from . import limits
 from .errors import ConfigError, Problem
 
 DataPath = tuple[str | int, ...]
@@ -82,6 +87,13 @@ class Document:
     def error(self, path: DataPath, message: str, at_key: bool = False) -> ConfigError:
         return ConfigError([self.problem(path, message, at_key)])
 
+    def where_named(self, path: DataPath, error: ConfigError) -> ConfigError:
+        """`error` of a file named at `path`: a refusal of the whole file
+        (missing, a directory, too large) is put where the name is written;
+        problems inside the file keep their own place."""
+        return ConfigError([problem if problem.line else self.problem(path, f"{problem.file}: {problem.message}")
+                            for problem in error.problems])
+
     def get(self, path: DataPath, default: Any = None) -> Any:
         node = self.data
         for part in path:
@@ -132,35 +144,110 @@ def _has(container: Any, part: str | int) -> bool:
     return isinstance(part, int) and 0 <= part < len(container)
 
 
+def read_user_file(path: str | Path, name: str, max_bytes: int) -> str:
+    """The text of a user's file, refused with a reason (and the place, for
+    bad bytes) when it is no regular file, larger than `max_bytes` or not
+    UTF-8 text. Devices, FIFOs and sockets are never opened: opening some
+    has effects (a watchdog starts, a tape rewinds), reading others never
+    ends (/dev/zero)."""
+
+    def refuse(message: str, line: int = 0, column: int = 0) -> ConfigError:
+        return ConfigError([Problem(name, line, column, "", message)])
+
+    try:
+        kind = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise refuse("no such file") from None
+    except OSError as exc:
+        raise refuse(f"cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(kind):
+        raise refuse("is a directory, not a file")
+    if not stat.S_ISREG(kind):
+        raise refuse("is not a regular file (a device, FIFO or socket): not read")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise refuse(f"cannot read: {exc.strerror}") from None
+    with open(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped for something else since the check
+            raise refuse("is not a regular file (a device, FIFO or socket): not read")
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise refuse(f"larger than {max_bytes} bytes, the most meshemu reads from such a file "
+                     "(meshemu/limits.py): not read")
+    if b"\0" in data:
+        raise refuse("a binary file, not text (a NUL byte)", *_line_column(data, data.index(b"\0")))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise refuse(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", *_line_column(data, exc.start)) from None
+
+
+def _line_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of a byte offset."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+    return data.count(b"\n", 0, offset) + 1, column
+
+
 def load_yaml(path: str | Path, shown_name: str | None = None) -> Document:
     """Read a YAML file into a located `Document`; syntax errors, duplicate
-    keys and unreadable files become a `ConfigError` naming the place."""
+    keys, files beyond meshemu's limits and unreadable files become a
+    `ConfigError` naming the place."""
     name = shown_name if shown_name is not None else str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([Problem(name, 0, 0, "", "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(name, 0, 0, "", f"cannot read: {exc}")]) from None
-    return parse_yaml(text, name)
+    return parse_yaml(read_user_file(path, name, limits.MAX_FILE_BYTES), name)
+
+
+class _TooManyNodes(MarkedYAMLError):
+    pass
+
+
+class _CountingComposer(Composer):
+    """ruamel's composer, stopping once the document holds more values,
+    keys and aliases than meshemu reads: the parser's work grows with them
+    (some 30 000 a second), whatever the file's size."""
+
+    def __init__(self, loader: Any = None):
+        super().__init__(loader)
+        self.nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.nodes += 1
+        if self.nodes > limits.MAX_YAML_NODES:
+            raise _TooManyNodes(problem=f"more than {limits.MAX_YAML_NODES} values and keys, the most meshemu reads "
+                                       "(meshemu/limits.py)", problem_mark=self.parser.peek_event().start_mark)
+        return super().compose_node(parent, index)
 
 
 def parse_yaml(text: str, name: str) -> Document:
     yaml = YAML(typ="safe", pure=True)
+    yaml.max_depth = limits.MAX_DEPTH
+    yaml.Composer = _CountingComposer
     try:
         root = yaml.compose(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        message = " ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
         line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        raise ConfigError([Problem(name, line, column, "", f"YAML syntax error: {message}")]) from None
+        if isinstance(exc, MaxDepthExceededError):
+            message = f"nested more than {limits.MAX_DEPTH} deep, the most meshemu reads (meshemu/limits.py)"
+        elif isinstance(exc, _TooManyNodes):
+            message = exc.problem
+        else:
+            message = "YAML syntax error: " + (" ".join(part for part in (exc.context, exc.problem) if part)
+                                               or "invalid YAML")
+        raise ConfigError([Problem(name, line, column, "", message)]) from None
+    except ReaderError as exc:  # a character YAML does not allow (a control character)
+        before = text[:exc.position]
+        line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        raise ConfigError([Problem(name, line, column, "", f"YAML syntax error: character "
+                                   f"U+{exc.character:04X} is not allowed ({exc.reason})")]) from None
     except YAMLError as exc:
         raise ConfigError([Problem(name, 0, 0, "", f"YAML syntax error: {exc}")]) from None
     document = Document(name, None)
     if root is None:
         return document
     problems: list[Problem] = []
-    document.data = _convert(root, (), document, yaml, problems, depth=0)
+    document.data = _Converter(document, yaml, problems).convert(root, ())
     if problems:
         raise ConfigError(problems)
     return document
@@ -170,20 +257,48 @@ def _mark_of(node: Node, name: str) -> Mark:
     return Mark(name, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
-def _convert(node: Node, path: DataPath, doc: Document, yaml: YAML, problems: list[Problem], depth: int) -> Any:
-    doc.values[path] = _mark_of(node, doc.file)
-    if depth > 100:
-        problems.append(doc.problem(path, "nesting too deep (recursive alias?)"))
+class _Converter:
+    """A composed YAML tree -> plain data, recording every position. Aliases
+    are expanded here, so here the values are counted: a few lines of
+    aliases can stand for billions of them."""
+
+    def __init__(self, document: Document, yaml: YAML, problems: list[Problem]):
+        self.doc = document
+        self.constructor = yaml.constructor
+        self.problems = problems
+        self.values = 0
+        self.marks: dict[int, Mark] = {}  # by node: an alias's values share the marks of what it names
+
+    def mark(self, node: Node) -> Mark:
+        mark = self.marks.get(id(node))
+        if mark is None:
+            mark = self.marks[id(node)] = _mark_of(node, self.doc.file)
+        return mark
+
+    def convert(self, node: Node, path: DataPath, depth: int = 0, doc: Document | None = None) -> Any:
+        doc = doc or self.doc
+        doc.values[path] = self.mark(node)
+        self.values += 1
+        if self.values > limits.MAX_VALUES:
+            raise ConfigError([doc.problem(path, f"more than {limits.MAX_VALUES} values once aliases are expanded, "
+                                                 "the most meshemu reads (meshemu/limits.py)")])
+        if depth > limits.MAX_DEPTH:
+            raise ConfigError([doc.problem(path, f"nested more than {limits.MAX_DEPTH} deep once aliases are "
+                                                 "expanded (a recursive alias?)")])
+        if isinstance(node, ScalarNode):
+            try:
+                return self.constructor.construct_object(node, deep=True)
+            except YAMLError as exc:
+                self.problems.append(doc.problem(path, f"bad value: {getattr(exc, 'problem', exc)}"))
+                return None
+        if isinstance(node, SequenceNode):
+            return [self.convert(item, path + (index,), depth + 1, doc) for index, item in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path, depth, doc)
+        self.problems.append(doc.problem(path, "unsupported YAML node"))
         return None
-    if isinstance(node, ScalarNode):
-        try:
-            return yaml.constructor.construct_object(node, deep=True)
-        except YAMLError as exc:
-            problems.append(doc.problem(path, f"bad value: {getattr(exc, 'problem', exc)}"))
-            return None
-    if isinstance(node, SequenceNode):
-        return [_convert(item, path + (index,), doc, yaml, problems, depth + 1) for index, item in enumerate(node.value)]
-    if isinstance(node, MappingNode):
+
+    def _mapping(self, node: MappingNode, path: DataPath, depth: int, doc: Document) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         first_seen: dict[Any, Mark] = {}
         merged: list[Node] = []
@@ -192,34 +307,34 @@ def _convert(node: Node, path: DataPath, doc: Document, yaml: YAML, problems: li
                 merged.append(value_node)
                 continue
             if not isinstance(key_node, ScalarNode):
-                problems.append(Problem(doc.file, *_line_col(key_node), format_path(path), "a key must be a plain value"))
+                self.problems.append(Problem(doc.file, *_line_col(key_node), format_path(path),
+                                             "a key must be a plain value"))
                 continue
-            key = yaml.constructor.construct_object(key_node, deep=True)
-            key_mark = _mark_of(key_node, doc.file)
+            key = self.constructor.construct_object(key_node, deep=True)
+            key_mark = self.mark(key_node)
             if key in first_seen:
-                problems.append(
+                self.problems.append(
                     Problem(doc.file, key_mark.line, key_mark.column, format_path(path + (key,)),
                             f"{_duplicate_what(path)} {key!r} (first defined at line {first_seen[key].line})")
                 )
                 continue
             first_seen[key] = key_mark
             doc.keys[path + (key,)] = key_mark
-            result[key] = _convert(value_node, path + (key,), doc, yaml, problems, depth + 1)
+            result[key] = self.convert(value_node, path + (key,), depth + 1, doc)
         for merge_node in merged:  # YAML merge keys ("<<: *defaults"): explicit keys win
             sources = merge_node.value if isinstance(merge_node, SequenceNode) else [merge_node]
             for source in sources:
                 if not isinstance(source, MappingNode):
-                    problems.append(Problem(doc.file, *_line_col(source), format_path(path), "'<<' must merge a mapping"))
+                    self.problems.append(Problem(doc.file, *_line_col(source), format_path(path),
+                                                 "'<<' must merge a mapping"))
                     continue
-                extra = _convert(source, path, Document(doc.file, None), yaml, problems, depth + 1)
+                extra = self.convert(source, path, depth + 1, Document(doc.file, None))
                 for key, value in extra.items():
                     if key not in result:
                         result[key] = value
-                        _locate_merged(value, path + (key,), doc, _mark_of(source, doc.file))
-        doc.values[path] = _mark_of(node, doc.file)
+                        _locate_merged(value, path + (key,), doc, self.mark(source))
+        doc.values[path] = self.mark(node)
         return result
-    problems.append(doc.problem(path, "unsupported YAML node"))
-    return None
 
 
 def _locate_merged(value: Any, path: DataPath, doc: Document, mark: Mark) -> None:
@@ -252,13 +367,13 @@ def pydantic_problems(doc: Document, errors: list[dict[str, Any]], prefix: DataP
     for error in errors:
         loc = tuple(error["loc"])
         at_key = bool(loc) and loc[-1] == "[key]"
-        path = _data_path(doc.get(prefix), loc)
+        path = _data_path(doc.get(prefix), loc, error["type"] == "missing")
         message = _message(error, path, known_keys)
         problems.append(doc.problem(prefix + path, message, at_key=at_key or error["type"] == "extra_forbidden"))
     return problems
 
 
-def _data_path(data: Any, loc: tuple[Any, ...]) -> DataPath:
+def _data_path(data: Any, loc: tuple[Any, ...], missing: bool) -> DataPath:
     path: list[str | int] = []
     node = data
     for index, part in enumerate(loc):
@@ -268,7 +383,7 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> DataPath:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             path.append(part)
             node = node[part]
-        elif index == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str) and part != "[key]":
+        elif missing and index == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str):
             path.append(part)  # a missing field: name it although the data has no such key
         # anything else is a union tag pydantic adds to loc: not part of the data
     return tuple(path)

@@ -12,11 +12,13 @@ the file, so a bad value is reported at its sweep entry
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import limits
 from .errors import ConfigError, Problem
 from .source import DataPath, Document, Mark, format_path, load_yaml
 
@@ -45,9 +47,10 @@ def inline_topology_file(document: Document) -> None:
         raise document.error(("topology", "file"), "expected a path to a topology file")
     mark, _ = document.mark(("topology", "file"))
     path = Path(mark.file).parent / name
-    if not path.is_file():
-        raise document.error(("topology", "file"), f"no such file: {path}")
-    topology_document = load_yaml(path)
+    try:
+        topology_document = load_yaml(path)
+    except ConfigError as exc:
+        raise document.where_named(("topology", "file"), exc) from None
     document.replace(("topology",), topology_document.data, topology_document)
 
 
@@ -60,6 +63,7 @@ def expand(document: Document) -> Iterator[SweepPoint | list[Problem]]:
     """Every point of the sweep, in order (the last entry varies fastest); a
     point whose paths cannot be set yields its problems instead."""
     sweep = _sweep_entries(document)
+    _check_size(document, sweep)
     for point in itertools.product(*[range(len(entry.values)) for entry in sweep]):
         variant = document.copy()
         params: dict[str, Any] = {}
@@ -89,6 +93,31 @@ def seeds_of(seeds: list[int] | None, seed: int | None, document: Document, repe
     if repetitions is not None:
         return list(range(1, repetitions + 1))
     return [document.get(("topology", "seed"), 1)]
+
+
+def _check_size(document: Document, sweep: list[_Entry]) -> None:
+    """Refuse a plan of more runs than meshemu plans, before expanding it:
+    sweep points times seeds (the most seeds any point may have; more than
+    a point may have at all is the schema's to report, where it is written)."""
+    points = math.prod(len(entry.values) for entry in sweep)
+    settings = [(key, document.data.get(key)) for key in ("seeds", "repetitions")]
+    settings += [(path[0], value) for entry in sweep for assignment in entry.assignments
+                 for path, value, _ in assignment if path in (("seeds",), ("repetitions",))]
+    seeds = min(max(_seed_count(key, value) for key, value in settings), limits.MAX_SEEDS)
+    if points * seeds > limits.MAX_RUNS:
+        raise document.error(("sweep",), f"{points} sweep points x {seeds} seeds are {points * seeds} runs, more than "
+                                         f"the {limits.MAX_RUNS} meshemu plans from one file (meshemu/limits.py): "
+                                         "split the study into files or sweep fewer values")
+
+
+def _seed_count(key: str, value: Any) -> int:
+    """How many seeds `seeds` or `repetitions` set to `value` gives (1 for
+    anything else: validation reports it)."""
+    if key == "seeds" and isinstance(value, list):
+        return len(value)
+    if key == "repetitions" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return 1
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from . import generators, medium, profiles
+from . import generators, limits, medium, profiles
 from .queueing import QueueingChoice, choice_of as queueing_choice_of
 from .routing import RoutingChoice, choice_of
 from .errors import ConfigError, Problem
@@ -320,6 +320,9 @@ class _Resolver:
                 node.position, node.position_path = node_spec.position, path + ("position",)
         if not planned:
             self.problem(self.prefix, "no nodes: add a generate: section or nodes:")
+        if len(planned) > limits.MAX_NODES:
+            self.problem(self.at("nodes"), f"{len(planned)} nodes, more than the {limits.MAX_NODES} of a topology "
+                                           "(meshemu/limits.py)")
         return planned
 
     def _generated_positions(self) -> list[Position | None]:
@@ -438,13 +441,10 @@ class _Resolver:
         path = self.at("mobility", "file")
         mark, _ = self.doc.mark(path)
         trace_path = Path(mark.file).parent / spec.file
-        if not trace_path.is_file():
-            self.problem(path, f"no such file: {trace_path}")
-            return {}
         try:
             trace = load_trace(trace_path, str(trace_path))
         except ConfigError as exc:
-            self.problems.extend(exc.problems)
+            self.problems.extend(self.doc.where_named(path, exc).problems)
             return {}
         for index, entry in sorted(trace.items()):
             if index >= count:

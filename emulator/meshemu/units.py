@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import limits
+
 _NUMBER_AND_UNIT = re.compile(
     r"^\s*(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-zµ/]*)\s*$"
 )
@@ -30,6 +32,8 @@ class Quantity:
     name: str  # "length", "time", ...
     example: str  # shown in messages
     units: dict[str, Callable[[float], float]]
+    maximum: float  # the largest magnitude meshemu takes, in the base unit (meshemu/limits.py)
+    shown_in: str  # the unit the maximum is shown in
 
     def parse(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -49,7 +53,15 @@ class Quantity:
         number = float(match["number"])
         if not math.isfinite(number):
             raise ValueError(f"bad {self.name} {value!r}: not a finite number")
-        return convert(number)
+        return self.within_limit(convert(number), value)
+
+    def within_limit(self, number: float, written: Any) -> float:
+        """`number` (base units), refused beyond the quantity's maximum."""
+        if abs(number) > self.maximum:
+            shown = f"{self.maximum / self.units[self.shown_in](1.0):g}{self.shown_in}"
+            bound = f"at most {shown}" if number > 0 else f"at least -{shown}"
+            raise ValueError(f"{written!r} is out of range: a {self.name} is {bound} (meshemu/limits.py)")
+        return number
 
     def unit_list(self) -> str:
         return ", ".join(self.units)
@@ -59,21 +71,21 @@ def _scale(factor: float) -> Callable[[float], float]:
     return lambda number: number * factor
 
 
-LENGTH = Quantity("length", "200m", {"m": _scale(1.0), "km": _scale(1e3)})
+LENGTH = Quantity("length", "200m", {"m": _scale(1.0), "km": _scale(1e3)}, limits.MAX_DISTANCE_M, "km")
 TIME = Quantity("time", "20us", {"s": _scale(1e9), "ms": _scale(1e6), "us": _scale(1e3), "µs": _scale(1e3),
-                                 "ns": _scale(1.0)})
+                                 "ns": _scale(1.0)}, limits.MAX_TIME_NS, "s")
 RATE = Quantity("rate", "2Mbps", {"bps": _scale(1.0), "kbps": _scale(1e3), "Mbps": _scale(1e6),
                                   "Gbps": _scale(1e9), "B/s": _scale(8.0), "KB/s": _scale(8e3),
-                                  "kB/s": _scale(8e3), "MB/s": _scale(8e6)})
+                                  "kB/s": _scale(8e3), "MB/s": _scale(8e6)}, limits.MAX_RATE_BPS, "Gbps")
 SIZE = Quantity("size", "1460B", {"B": _scale(1.0), "KB": _scale(1e3), "kB": _scale(1e3), "KiB": _scale(1024.0),
-                                  "MB": _scale(1e6), "MiB": _scale(1024.0 * 1024.0)})
+                                  "MB": _scale(1e6), "MiB": _scale(1024.0 * 1024.0)}, limits.MAX_SIZE_BYTES, "MiB")
 POWER = Quantity("power", "20dBm", {"dBm": _scale(1.0), "mW": _milliwatts_to_dbm,
-                                    "W": lambda watts: _milliwatts_to_dbm(watts * 1e3)})
-DECIBEL = Quantity("level in dB", "10dB", {"dB": _scale(1.0)})
-GAIN = Quantity("gain", "0dBi", {"dBi": _scale(1.0), "dB": _scale(1.0)})
+                                    "W": lambda watts: _milliwatts_to_dbm(watts * 1e3)}, limits.MAX_LEVEL_DB, "dBm")
+DECIBEL = Quantity("level in dB", "10dB", {"dB": _scale(1.0)}, limits.MAX_LEVEL_DB, "dB")
+GAIN = Quantity("gain", "0dBi", {"dBi": _scale(1.0), "dB": _scale(1.0)}, limits.MAX_LEVEL_DB, "dBi")
 FREQUENCY = Quantity("frequency", "2437MHz", {"Hz": _scale(1.0), "kHz": _scale(1e3), "MHz": _scale(1e6),
-                                              "GHz": _scale(1e9)})
-SPEED = Quantity("speed", "10m/s", {"m/s": _scale(1.0), "km/h": _scale(1.0 / 3.6)})
+                                              "GHz": _scale(1e9)}, limits.MAX_FREQUENCY_HZ, "GHz")
+SPEED = Quantity("speed", "10m/s", {"m/s": _scale(1.0), "km/h": _scale(1.0 / 3.6)}, limits.MAX_SPEED_MPS, "m/s")
 
 
 def whole(value: float, what: str) -> int:
@@ -91,6 +103,6 @@ def coordinate(value: Any) -> float:
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError("a coordinate must be a finite number")
-        return float(value)
+        return LENGTH.within_limit(float(value), value)
     return LENGTH.parse(value)
 
