@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -22,7 +23,7 @@ from .errors import ConfigError, LabError, MeshemuError
 from .experiment import plan as experiment_plan
 from .lab import Lab
 from .simfile import SimPlan, SimResult
-from .source import load_yaml
+from .source import Document, load_yaml
 from .state import lab_names, read_state, run_dir_of
 from .teardown import remove_dangling_by_netns_links, teardown
 from .topology import resolve_topology
@@ -386,37 +387,57 @@ def _validate(args: argparse.Namespace) -> int:
     failed = False
     for name in args.files:
         try:
-            out.print(f"{name}: ok ({_validate_one(name, args.driver)})")
+            summary, notes = validate_file(name, args.driver)
         except ConfigError as exc:
             failed = True
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
+            continue
+        out.print(escape(f"{name}: ok ({summary})"))
+        for note in notes:
+            out.print(escape(f"  {note}"))
     return 1 if failed else 0
 
 
-def _runs(runs: list[Any]) -> str:
-    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+def _runs(count: int) -> str:
+    return f"{count} run{'s' if count != 1 else ''}"
 
 
-def _plan_counts(plan: experiment_plan.Plan) -> str:
-    return _runs(plan.runs) + (f" ({len(plan.skipped)} skipped)" if plan.skipped else "")
-
-
-def _validate_one(name: str, driver: str) -> str:
+def validate_file(name: str, driver: str = experiment_plan.LAB) -> tuple[str, list[str]]:
+    """What `meshemu validate` checks of one file (every scale of an
+    experiment planned): a summary, and notes on the runs this machine
+    cannot carry out. Raises ConfigError."""
     document = load_yaml(name)
     if experiment_plan.is_experiment_file(document):
-        scales = document.data.get("scales")
-        counts = [_plan_counts(experiment_plan.plan_experiment(document, driver=driver))]
-        # Every scale must give a valid plan too: `--scale full` must not fail hours later.
-        for scale in scales if isinstance(scales, dict) else {}:
-            counts.append(f"scale {scale}: "
-                          f"{_plan_counts(experiment_plan.load_experiment(name, scale=scale, driver=driver))}")
-        return "experiment file, " + "; ".join(counts)
+        return _validate_experiment(name, document, driver)
     if simfile.is_sim_file(document):
-        plan = simfile.plan_sim(document)
-        return f"sim file, {len(plan.runs)} run{'s' if len(plan.runs) != 1 else ''}"
+        return f"sim file, {_runs(len(simfile.plan_sim(document).runs))}", []
     topology = resolve_topology(document)
-    return f"topology, {len(topology.nodes)} nodes"
+    return f"topology, {len(topology.nodes)} nodes", []
+
+
+def _validate_experiment(name: str, document: Document, driver: str) -> tuple[str, list[str]]:
+    scales = document.data.get("scales")
+    counts: list[str] = []
+    skipped: collections.Counter[str] = collections.Counter()
+    # Every scale must give a valid plan too: `--scale full` must not fail hours later.
+    for scale in [None, *(scales if isinstance(scales, dict) else {})]:
+        label = "" if scale is None else f"scale {scale}: "
+        try:
+            plan = experiment_plan.plan_experiment(document.copy(), scale=scale, driver=driver)
+        except experiment_plan.NothingRunsHere as exc:
+            if driver != experiment_plan.LAB:
+                raise
+            counts.append(f"{label}no run on this machine")
+            skipped.update(skip.reason for skip in exc.skipped)
+            continue
+        counts.append(label + _runs(len(plan.runs)) + (f" ({len(plan.skipped)} skipped)" if plan.skipped else ""))
+        skipped.update(skip.reason for skip in plan.skipped)
+    notes = [f"skipped ({_runs(count)}): {reason}" for reason, count in skipped.items()]
+    if skipped and driver == experiment_plan.LAB:  # a lab skips only what this kernel lacks
+        notes.append(f"those run where the kernel has them, such as the VM (every congestion control Debian ships): "
+                     f"meshemu vm -- meshemu validate {name}")
+    return "experiment file, " + "; ".join(counts), notes
 
 
 # --- sim ----------------------------------------------------------------------------------

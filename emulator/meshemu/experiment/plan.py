@@ -146,6 +146,16 @@ class _Unavailable(Exception):
         self.problems = problems
 
 
+class NothingRunsHere(ConfigError):
+    """The file is fine, but the driver cannot carry out any of its runs
+    here (a lab: every run needs a congestion control this kernel lacks):
+    `skipped` says why, run by run."""
+
+    def __init__(self, problems: list[Problem], skipped: list[Skipped]):
+        super().__init__(problems)
+        self.skipped = skipped
+
+
 @dataclass(frozen=True)
 class Plan:
     file: str
@@ -201,7 +211,10 @@ def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str
         except ConfigError as exc:
             problems.extend(exc.problems)
     if not runs and unavailable:
-        problems.extend(problem for index, problem in enumerate(unavailable) if problem not in unavailable[:index])
+        reasons = [problem for index, problem in enumerate(unavailable) if problem not in unavailable[:index]]
+        if not problems:
+            raise NothingRunsHere(reasons, skipped)
+        problems.extend(reasons)
     if problems:
         raise ConfigError(problems)
     description = document.data.get("description")
