@@ -142,7 +142,7 @@
 //! * RE-TFRC: see the [`re`] module — α and q from Bianchi's model, `r(1)`,
 //!   `r_cur` as the latest RTT sample, a 10 s window of RTT samples, the
 //!   comparison with the receive rate and a 20 % tolerance, ns-2's
-//!   additive increase, decreases of at most an eighth of the rate, one
+//!   additive increase, decreases of at most a sixteenth of the rate, one
 //!   per round trip.
 //! * The rate cap (the paper's "constrained rate") limits the pacing rate,
 //!   not X: like the paper's Fig. 4, X is still computed and reported.

@@ -171,7 +171,7 @@ struct SendArgs {
     re_tolerance: f64,
     /// RE-TFRC: the largest fraction of the rate one decrease takes (1: straight to the
     /// target, as ns-2's decrease_rate).
-    #[arg(long, default_value_t = 0.125, value_name = "FRACTION")]
+    #[arg(long, default_value_t = 0.0625, value_name = "FRACTION")]
     re_max_cut: f64,
     /// Flow identifier carried in every packet (default: from the clock and PID).
     #[arg(long)]

@@ -72,12 +72,14 @@
 //!    (experiments/re-tfrc/README.md): most decreases answer RTT samples
 //!    far above any of them, when the MAC stalls for a few round trips.
 //! 6. A decrease moves the rate towards `R'` by at most
-//!    [`ReConfig::max_cut`] of it (default an eighth). ns-2's
+//!    [`ReConfig::max_cut`] of it (default a sixteenth). ns-2's
 //!    `decrease_rate` goes to the target at once (`max_cut` 1): measured on
 //!    4- and 7-hop chains (experiments/re-tfrc/README.md) those cuts, to
 //!    0.4-0.6 of X_recv and often twice within one queue episode, left the
 //!    chain idle in the troughs and cost 11-16 % of TFRC's throughput; a
-//!    quarter cost 3-6 % at 4 hops, an eighth 1-5 %.
+//!    quarter cost 3-6 % at 4 hops, an eighth 1-5 %. With ns-2's MAC
+//!    departures in the ns2-wavelan profile an eighth cost 4-6 % at 3 hops
+//!    and a sixteenth 0-5 % (seeds 4-6), at a fifth of TFRC's RTT.
 //! 7. One decrease per round trip: an overload signal carried by a packet
 //!    sent before the last decrease reports the queue that decrease answers,
 //!    so the rate holds ([`ReDecision::Hold`]).
@@ -372,7 +374,7 @@ pub struct ReConfig {
     /// Relative margin by which `R'` must fall below `X_recv` to count as
     /// MAC overload (0 compares them directly).
     pub tolerance: f64,
-    /// The largest fraction of the rate one decrease takes (default 0.125):
+    /// The largest fraction of the rate one decrease takes (default 0.0625):
     /// 0.5 is at most a halving (TCP's), 1 goes straight to `R'` (ns-2's
     /// `decrease_rate`).
     pub max_cut: f64,
@@ -381,14 +383,14 @@ pub struct ReConfig {
 impl ReConfig {
     /// The paper's setting for `phy` and `packet_size`: chain model, hop
     /// count from the TTL, 10 s window; ours where the paper leaves it open:
-    /// a 20 % tolerance and decreases of at most an eighth of the rate.
+    /// a 20 % tolerance and decreases of at most a sixteenth of the rate.
     pub fn new(phy: PhyParams, packet_size: usize) -> Self {
         Self {
             model: MacModel::chain(phy, packet_size),
             hops: HopSource::FromFeedback,
             rtt_window: Duration::from_secs(10),
             tolerance: 0.2,
-            max_cut: 0.125,
+            max_cut: 0.0625,
         }
     }
 
