@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
+import random
 
 import pytest
 
-from conftest import TOPOLOGIES, range_links
-from meshemu import medium
+from conftest import TOPOLOGIES
+from meshemu import generators, medium
 from meshemu.topology import load_topology
 
 
@@ -62,35 +64,54 @@ nodes:
 RANDOM = "area: {min: [0m, 0m], max: [1000m, 1000m]}\ngenerate: {kind: random, n: 30}\nseed: SEED\n"
 
 
-def _connected(topology, reach):
-    return medium.is_connected(range_links(reach)(topology.medium), len(topology.nodes))
+def _connected(topology):
+    """Whether the medium finds the resolved placement connected at time 0."""
+    first, _ = medium.first_connected(json.dumps(topology.medium), [positions_of(topology)])
+    return first == 0
+
+
+def positions_of(topology):
+    return [node["position"] for node in topology.medium["nodes"]]
 
 
 def test_random_placement_is_deterministic_per_seed_and_connected(write):
     def place(seed):
-        return load_topology(write(f"r{seed}.yaml", RANDOM.replace("SEED", str(seed))), links=range_links(300.0))
+        return load_topology(write(f"r{seed}.yaml", RANDOM.replace("SEED", str(seed))))
 
     first, again, other = place(1), place(1), place(2)
     assert positions(first) == positions(again)
     assert positions(first) != positions(other)
     for topology in (first, other):
-        assert _connected(topology, 300.0)
+        assert _connected(topology)
         assert all(0 <= x <= 1000 and 0 <= y <= 1000 for x, y in positions(topology))
 
 
 def test_random_without_connectivity_takes_the_first_draw(write):
-    connected = load_topology(write("a.yaml", RANDOM.replace("SEED", "3")), links=range_links(250.0))
-    loose = load_topology(write("b.yaml", RANDOM.replace("SEED", "3").replace("n: 30", "n: 30, connected: false")),
-                          links=range_links(250.0))
-    assert not _connected(loose, 250.0)  # with this seed the first draw is not connected ...
+    connected = load_topology(write("a.yaml", RANDOM.replace("SEED", "3")))
+    loose = load_topology(write("b.yaml", RANDOM.replace("SEED", "3").replace("n: 30", "n: 30, connected: false")))
+    assert not _connected(loose)  # with this seed the first draw is not connected ...
     assert positions(connected) != positions(loose)  # ... so the connected generator redrew
 
 
+def test_the_placement_is_the_first_connected_draw_of_the_seed(write):
+    """Draws are judged in batches; the placement is still the first
+    connected one of random.Random(seed)'s draws, judged one at a time (as
+    before batches), so a seed keeps its placement and its runs their ids."""
+    topology = load_topology(write("r.yaml", RANDOM.replace("SEED", "10")))
+    config = json.dumps(topology.medium)
+    rng = random.Random(10)
+    for attempt in range(100):
+        draw = [list(position) for position in generators.uniform(rng, 30, (0.0, 0.0), (1000.0, 1000.0))]
+        if medium.first_connected(config, [draw])[0] == 0:
+            break
+    assert attempt == 9
+    assert positions_of(topology) == draw
+
+
 def test_strip_stays_in_its_rectangle(write):
-    topology = load_topology(write("s.yaml", "generate: {kind: strip, n: 40, length: 1500m, width: 300m}\n"),
-                             links=range_links(250.0))
+    topology = load_topology(write("s.yaml", "generate: {kind: strip, n: 40, length: 1500m, width: 300m}\n"))
     assert all(0 <= x <= 1500 and 0 <= y <= 300 for x, y in positions(topology))
-    assert _connected(topology, 250.0)
+    assert _connected(topology)
 
 
 @pytest.mark.parametrize("preset", ["chain7", "grid5", "grid13"])
@@ -103,8 +124,7 @@ def test_static_presets_validate(preset):
 def test_random_presets_are_connected_by_the_medium(preset, count):
     topology = load_topology(TOPOLOGIES / f"{preset}.yaml")
     assert len(topology.nodes) == count
-    report = medium.links(topology.medium)
-    assert medium.is_connected(report, count)
+    assert _connected(topology)
     assert positions(topology) == positions(load_topology(TOPOLOGIES / f"{preset}.yaml"))
 
 

@@ -13,8 +13,6 @@ from meshemu import Lab
 from meshemu.routing import RoutingChoice, control_overhead
 from meshemu.topology import load_topology
 
-from conftest import range_links
-
 
 def test_routing_choices_map_to_lab_json_and_daemon_settings(write):
     text = "name: r\ngenerate: {kind: chain, n: 2, spacing: 200m}\nrouting: %s\n"
@@ -31,7 +29,7 @@ def test_routing_choices_map_to_lab_json_and_daemon_settings(write):
                                                    "link_feedback_poll_ms": 10})),
     }
     for value, (lab_routing, ipv6, choice) in cases.items():
-        topology = load_topology(write("t.yaml", text % value), links=range_links(250))
+        topology = load_topology(write("t.yaml", text % value))
         config = topology.lab_config("r", Path("/run/meshemu/r"))
         assert (config["routing"], config["ipv6_link_local"], topology.routing_choice) == (lab_routing, ipv6, choice)
 

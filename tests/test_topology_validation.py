@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import namespaces, range_links
+from conftest import namespaces
 from meshemu.errors import ConfigError
 from meshemu.lab import Lab
 from meshemu.state import RUN_ROOT
@@ -101,14 +102,41 @@ def test_errors_in_a_profile_override_name_the_most_specific_place(write):
     assert (problem.line, problem.path) == (5, "defaults.radio.cs_threshold")
 
 
-def test_random_generator_that_cannot_connect(write):
-    file = write("topo.yaml", "name: vt\narea: {min: [0m, 0m], max: [1000m, 1000m]}\n"
-                              "generate: {kind: random, n: 10, max_attempts: 3}\n")
+def placement_problem(write, text):
     with pytest.raises(ConfigError) as caught:
-        load_topology(file, links=range_links(1.0))
+        load_topology(write("topo.yaml", text))
     [problem] = caught.value.problems
     assert (problem.line, problem.path) == (3, "generate")
-    assert "no connected placement of 10 nodes found in 3 attempts with seed 1" in problem.message
+    return problem.message
+
+
+def test_random_generator_that_cannot_connect(write):
+    message = placement_problem(write, "name: vt\narea: {min: [0m, 0m], max: [100km, 100km]}\n"
+                                       "generate: {kind: random, n: 10, max_attempts: 3}\n")
+    assert message.startswith("no connected placement of 10 nodes found in 3 attempts with seed 1 (nor in the "
+                              "first 10000, the most a file may ask for")
+    assert "add nodes, shrink the area or enlarge the radio range" in message
+
+
+def test_a_placement_beyond_max_attempts_is_named(write):
+    text = "name: vt\narea: {min: [0m, 0m], max: [1000m, 1000m]}\ngenerate: {kind: random, n: 30, max_attempts: 5}\n" \
+           "seed: 10\n"
+    message = placement_problem(write, text)
+    assert message.endswith("attempts with seed 10: attempt 10 is the first connected one: set max_attempts: 10, "
+                            "or choose another seed")
+    assert len(load_topology(write("ten.yaml", text.replace("max_attempts: 5", "max_attempts: 10"))).nodes) == 30
+
+
+def test_redrawing_cannot_connect_nodes_that_random_waypoint_places(write):
+    """Random waypoint draws the nodes' positions at time 0 from the seed:
+    the generator's draws cannot change them, so one look decides."""
+    started = time.perf_counter()
+    message = placement_problem(write, "name: vt\narea: {min: [0m, 0m], max: [1500m, 300m]}\n"
+                                       "generate: {kind: strip, n: 50, length: 1500m, width: 300m, max_attempts: 1000}\n"
+                                       "mobility: {model: random_waypoint, speed: [1m/s, 2m/s]}\nseed: 8\n")
+    assert time.perf_counter() - started < 2
+    assert "redrawing cannot connect them" in message
+    assert message.endswith("has 49 of the 50 nodes: choose another seed, or connected: false")
 
 
 def test_cli_up_reports_one_line_per_problem_without_traceback(write):

@@ -1,22 +1,24 @@
-"""Talking to `meshemu-medium`: the `links`, `mobility` and `sim` subcommands
+"""Talking to `meshemu-medium`: the `links`, `connected`, `mobility` and `sim` subcommands
 and the control socket of a running lab (emulator/README.md sections 2, 3
 and 6)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .errors import MediumError
 
 MEDIUM_PROGRAM = "meshemu-medium"
+# `links` or a stand-in (tests): a medium configuration -> who hears whom.
+LinksFunction = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def find_program(name: str = MEDIUM_PROGRAM) -> Path:
@@ -47,12 +49,16 @@ def _decode(what: str, text: str) -> dict[str, Any]:
 
 
 def links(config: dict[str, Any]) -> dict[str, Any]:
-    """`meshemu-medium links`: every audible ordered pair at time 0."""
-    program = find_program()
-    with tempfile.NamedTemporaryFile("w", prefix="meshemu-links-", suffix=".json") as file:
-        json.dump(config, file)
-        file.flush()
-        result = subprocess.run([str(program), "links", file.name], capture_output=True, text=True, check=False)
+    """`meshemu-medium links`: every audible ordered pair at time 0. The
+    report is shared by every caller asking about the same configuration
+    (a sweep plans many runs on one topology): read it, do not change it."""
+    return _links_of(json.dumps(config, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=16)
+def _links_of(config_json: str) -> dict[str, Any]:
+    result = subprocess.run([str(find_program()), "links", "-"], input=config_json, capture_output=True, text=True,
+                            check=False)
     if result.returncode != 0:
         raise _failure(f"{MEDIUM_PROGRAM} links", result)
     return _decode(f"{MEDIUM_PROGRAM} links", result.stdout)
@@ -89,19 +95,20 @@ def rx_neighbours(link_report: dict[str, Any], count: int) -> list[set[int]]:
     return neighbours
 
 
-def is_connected(link_report: dict[str, Any], count: int) -> bool:
-    """Whether every node reaches every other over links that work both ways
-    (802.11 unicast needs the ACK to come back)."""
-    heard = rx_neighbours(link_report, count)
-    both_ways = [{b for b in heard[a] if a in heard[b]} for a in range(count)]
-    seen = {0}
-    pending = [0]
-    while pending:
-        for other in both_ways[pending.pop()]:
-            if other not in seen:
-                seen.add(other)
-                pending.append(other)
-    return len(seen) == count
+def first_connected(config_json: str, candidates: list[list[list[float]]]) -> tuple[int | None, list[int]]:
+    """`meshemu-medium connected`: the index of the first candidate placement
+    (a position per node of the configuration, given as its JSON text) in
+    which every node reaches every other at time 0 over links that work both
+    ways, or None; and the largest group of nodes that reach each other in
+    each candidate examined (up to that first one)."""
+    program = find_program()
+    request = '{"medium": ' + config_json + ', "candidates": ' + json.dumps(candidates) + "}"
+    result = subprocess.run([str(program), "connected", "-"], input=request, capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        raise _failure(f"{MEDIUM_PROGRAM} connected", result)
+    answer = _decode(f"{MEDIUM_PROGRAM} connected", result.stdout)
+    return answer["first_connected"], answer["largest_components"]
 
 
 class ControlClient:

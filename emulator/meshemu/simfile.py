@@ -21,7 +21,7 @@ from .routing import NS2_ONLY_ROUTING
 from .schema import Duration, PositiveRate, PositiveSize, RunFileSpec, StrictModel
 from .source import DataPath, Document, load_yaml, pydantic_problems
 from .sweep import expand, inline_topology_file, seeds_of, sweep_paths
-from .topology import LinksFunction, Topology, resolve_mac, resolve_topology
+from .topology import Topology, resolve_mac, resolve_topology
 
 # The largest 802.11 MSDU: the model does not fragment.
 MAX_PACKET_BYTES = 2304
@@ -76,11 +76,11 @@ def is_sim_file(document: Document) -> bool:
     return isinstance(document.data, dict) and "flows" in document.data
 
 
-def load_sim(path: str | Path, *, links: LinksFunction = medium.links) -> SimPlan:
-    return plan_sim(load_yaml(path), links=links)
+def load_sim(path: str | Path) -> SimPlan:
+    return plan_sim(load_yaml(path))
 
 
-def plan_sim(document: Document, *, links: LinksFunction = medium.links) -> SimPlan:
+def plan_sim(document: Document) -> SimPlan:
     """Validate every run of the sim file (every sweep point, every seed)
     before anything runs; all problems are reported at once."""
     if not isinstance(document.data, dict):
@@ -93,7 +93,7 @@ def plan_sim(document: Document, *, links: LinksFunction = medium.links) -> SimP
             problems.extend(point)
             continue
         try:
-            runs.extend(_runs_of(point.document, point.params, point.choices, links))
+            runs.extend(_runs_of(point.document, point.params, point.choices))
         except ConfigError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -103,8 +103,7 @@ def plan_sim(document: Document, *, links: LinksFunction = medium.links) -> SimP
                    sweep_paths(document), [flow["name"] for flow in runs[0].scenario["flows"]], runs)
 
 
-def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int],
-             links: LinksFunction) -> list[SimRun]:
+def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]) -> list[SimRun]:
     try:
         spec = SimSpec.model_validate(document.data)
     except ValidationError as exc:
@@ -113,7 +112,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     mac = resolve_mac(spec.mac) if spec.mac is not None else None
     runs = []
     for seed in seeds:
-        topology = resolve_topology(document, ("topology",), links=links, seed=seed, mac=mac)
+        topology = resolve_topology(document, ("topology",), seed=seed, mac=mac)
         if topology.routing_choice.name != "static":
             where = ("ns-2: use an experiment file and meshemu run --driver ns2"
                      if topology.routing_choice.name in NS2_ONLY_ROUTING else

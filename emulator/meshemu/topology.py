@@ -1,18 +1,20 @@
 """Topology files -> the resolved medium configuration (emulator/README.md §1).
 
 `load_topology(path)` reads, validates and resolves a topology file; nothing
-outside this process is touched except `meshemu-medium links`, which random
-generators ask whether a placement is connected. Every problem is reported
-as `FILE:LINE:COL: path: problem`, all at once where possible.
+outside this process is touched except `meshemu-medium connected`, which
+random generators ask which of their placements is connected. Every problem
+is reported as `FILE:LINE:COL: path: problem`, all at once where possible.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -29,7 +31,6 @@ from .schema import (
 from .source import DataPath, Document, load_yaml, pydantic_problems
 
 Position = tuple[float, float, float]
-LinksFunction = Callable[[dict[str, Any]], dict[str, Any]]
 
 PHY_RATES_BPS = {
     "dsss": {1_000_000, 2_000_000, 5_500_000, 11_000_000},
@@ -90,9 +91,8 @@ class Topology:
         }
 
 
-def load_topology(path: str | Path, *, links: LinksFunction = medium.links) -> Topology:
-    document = load_yaml(path)
-    return resolve_topology(document, links=links)
+def load_topology(path: str | Path) -> Topology:
+    return resolve_topology(load_yaml(path))
 
 
 def validate_spec(document: Document, prefix: DataPath = ()) -> TopologySpec:
@@ -105,12 +105,21 @@ def validate_spec(document: Document, prefix: DataPath = ()) -> TopologySpec:
         raise ConfigError(pydantic_problems(document, exc.errors(), prefix, StrictModel.known_keys())) from None
 
 
-def resolve_topology(document: Document, prefix: DataPath = (), *, links: LinksFunction = medium.links,
-                     seed: int | None = None, mac: dict[str, Any] | None = None) -> Topology:
+def resolve_topology(document: Document, prefix: DataPath = (), *, seed: int | None = None,
+                     mac: dict[str, Any] | None = None) -> Topology:
     """Resolve the topology at `prefix` of `document`. A sim file overrides
     the seed and the MAC of the topology it names."""
     spec = validate_spec(document, prefix)
-    return _Resolver(document, prefix, spec, links, seed, mac).resolve()
+    return _Resolver(document, prefix, spec, seed, mac).resolve()
+
+
+def resolution_key(document: Document, prefix: DataPath, seed: int | None, mac: dict[str, Any] | None) -> str:
+    """Everything `resolve_topology` depends on, as text: the section as
+    written (order and types kept), the seed and MAC given, the file (the
+    topology's source) and the file an ns-2 trace is named in (its path is
+    relative to that file). Equal keys resolve to equal topologies."""
+    trace_named_in = document.mark(prefix + ("mobility", "file"))[0].file
+    return repr((document.get(prefix), seed, mac, document.file, trace_named_in))
 
 
 # --- resolution -------------------------------------------------------------------------
@@ -135,12 +144,11 @@ class _PlannedNode:
 
 
 class _Resolver:
-    def __init__(self, document: Document, prefix: DataPath, spec: TopologySpec, links: LinksFunction,
-                 seed: int | None, mac: dict[str, Any] | None):
+    def __init__(self, document: Document, prefix: DataPath, spec: TopologySpec, seed: int | None,
+                 mac: dict[str, Any] | None):
         self.doc = document
         self.prefix = prefix
         self.spec = spec
-        self.links = links
         self.seed = spec.seed if seed is None else seed
         self.mac_override = mac
         self.queueing = queueing_choice_of(spec.queueing)
@@ -355,19 +363,40 @@ class _Resolver:
         generate = self.spec.generate
         if not isinstance(generate, (RandomGenerator, StripGenerator)):
             return
-        rng = random.Random(self.seed)
         low, high = self._random_box()
-        targets = [i for i in range(generate.n) if planned[i].position is None]
-        for _attempt in range(generate.max_attempts):
-            draw = generators.uniform(rng, generate.n, low, high)
-            for i in targets:
-                planned[i].position = draw[i]
-                config["nodes"][i]["position"] = list(draw[i])
-            if not generate.connected or medium.is_connected(self.links(config), len(planned)):
+        # Nodes placed otherwise (a position of their own, a mobility that sets it) keep it.
+        targets = tuple(i for i in range(generate.n) if planned[i].position is None)
+        if generate.connected:
+            placement = connected_placement(json.dumps(config, sort_keys=True), targets, generate.n, low, high,
+                                            self.seed)
+            if placement.attempt is None or placement.attempt >= generate.max_attempts:
+                self.problem(self.at("generate"), self._placement_failure(placement, len(planned), bool(targets)))
                 return
-        self.problem(self.at("generate"), f"no connected placement of {generate.n} nodes found in "
-                                          f"{generate.max_attempts} attempts with seed {self.seed}: raise max_attempts, "
-                                          "add nodes, enlarge the radio range or shrink the area")
+            positions = placement.positions
+        else:
+            positions = tuple(generators.uniform(random.Random(self.seed), generate.n, low, high))
+        for i in targets:
+            planned[i].position = positions[i]
+            config["nodes"][i]["position"] = list(positions[i])
+
+    def _placement_failure(self, placement: Placement, node_count: int, redrawn: bool) -> str:
+        """Why no placement connected, and what to change."""
+        generate = self.spec.generate
+        assert isinstance(generate, (RandomGenerator, StripGenerator))
+        tried = (f"no connected placement of {generate.n} nodes found in {generate.max_attempts} attempts with seed "
+                 f"{self.seed}")
+        best = f"the largest group of nodes that reach each other has {placement.largest} of the {node_count} nodes"
+        if not redrawn:
+            return (f"{tried}: the nodes' positions at time 0 do not come from the generator (their mobility or "
+                    f"their own positions set them; random_waypoint draws them from the seed), so redrawing cannot "
+                    f"connect them, and with this seed {best}: choose another seed, or connected: false")
+        if placement.attempt is not None:
+            return (f"{tried}: attempt {placement.attempt + 1} is the first connected one: set max_attempts: "
+                    f"{placement.attempt + 1}, or choose another seed")
+        further = f"nor in the first {placement.searched}, the most a file may ask for; " \
+            if placement.searched > generate.max_attempts else ""
+        return (f"{tried} ({further}at best {best}): add nodes, shrink the area or enlarge the radio range, or use "
+                "connected: false")
 
     def _promiscuous(self, node: _PlannedNode) -> bool:
         if node.spec.promiscuous is not None:
@@ -555,6 +584,53 @@ class _Resolver:
 
     def _mac(self) -> dict[str, Any]:
         return resolve_mac(self.spec.mac)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The outcome of drawing a random generator's placements until the
+    medium finds one connected."""
+
+    attempt: int | None  # the first connected draw (0-based), None if none of those searched
+    positions: tuple[Position, ...]  # that draw: a position for every generated node
+    searched: int  # draws the medium examined
+    largest: int  # the most nodes that reached each other in one draw
+
+
+# Draws the medium judges in one request: few at first (most seeds connect
+# within a few draws), then growing, so that a thousand draws take a handful
+# of requests.
+FIRST_BATCH = 4
+BATCH_GROWTH = 4
+
+
+@functools.lru_cache(maxsize=64)
+def connected_placement(config_json: str, targets: tuple[int, ...], n: int, low: tuple[float, float],
+                        high: tuple[float, float], seed: int) -> Placement:
+    """The first draw of `random.Random(seed)` (n uniform positions per draw,
+    in the same order as ever, so a seed keeps its placement) that, put at the
+    `targets` of the configuration, connects every node at time 0 as the
+    medium computes it, among the most draws a file may ask for
+    (`limits.placement_attempts`): the generator takes it if it is within its
+    `max_attempts`, and otherwise its error can say how many would do.
+    Cached: several plans (a file's scales) resolve the same topology."""
+    config = json.loads(config_json)
+    fixed = [node["position"] for node in config["nodes"]]
+    placed = set(targets)
+    # Without targets every draw gives the same configuration: one look decides.
+    limit = limits.placement_attempts(n) if targets else 1
+    rng = random.Random(seed)
+    searched, largest, batch = 0, 0, FIRST_BATCH
+    while searched < limit:
+        draws = [generators.uniform(rng, n, low, high) for _ in range(min(batch, limit - searched))]
+        candidates = [[list(draw[i]) if i in placed else fixed[i] for i in range(len(fixed))] for draw in draws]
+        first, sizes = medium.first_connected(config_json, candidates)
+        largest = max([largest, *sizes])
+        if first is not None:
+            return Placement(searched + first, tuple(draws[first]), searched + first + 1, largest)
+        searched += len(draws)
+        batch *= BATCH_GROWTH
+    return Placement(None, (), searched, largest)
 
 
 def resolve_mac(mac: Any) -> dict[str, Any]:

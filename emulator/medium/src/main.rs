@@ -8,7 +8,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use meshemu_medium::config::{self, LabConfig};
 use meshemu_model::sim::Scenario;
-use meshemu_model::{Medium, MediumConfig};
+use meshemu_model::{routing, Medium, MediumConfig};
+use serde::Deserialize;
 
 #[derive(Parser)]
 #[command(name = "meshemu-medium", version, about = "The meshemu medium: the 802.11 model in virtual or real time")]
@@ -23,6 +24,15 @@ enum Command {
     Links {
         /// Resolved medium configuration (JSON), `-` for stdin.
         config: PathBuf,
+    },
+    /// The first of several candidate placements in which every node
+    /// reaches every other at time 0 over links that work both ways: reads
+    /// {"medium": CONFIG, "candidates": [[position per node], ...]}, prints
+    /// {"first_connected": index or null, "largest_components": [size per
+    /// candidate examined]} (it stops at the first connected one).
+    Connected {
+        /// The input (JSON), `-` for stdin.
+        input: PathBuf,
     },
     /// Every node's path from time 0 until at least UNTIL_NS, as the model
     /// moves it (random waypoint legs from the seed): prints
@@ -73,6 +83,48 @@ fn links(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Input of `connected`: a configuration and positions to try in it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Candidates {
+    medium: MediumConfig,
+    candidates: Vec<Vec<[f64; 3]>>,
+}
+
+fn connected(path: &Path) -> anyhow::Result<()> {
+    let text = config::read_input(path)?;
+    let source = config::display_source(path);
+    let input: Candidates = config::parse_json(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+    let seed = input.medium.seed;
+    let nodes = input.medium.nodes.clone();
+    // One medium for every candidate: each node is put where its mobility
+    // starts from the candidate's position, as a medium made from that
+    // placement would start it.
+    let mut medium = Medium::<()>::new(input.medium).map_err(|e| anyhow::anyhow!("{source}: medium.{e}"))?;
+    let mut first_connected = None;
+    let mut largest_components = Vec::new();
+    for (index, positions) in input.candidates.iter().enumerate() {
+        if positions.len() != nodes.len() {
+            anyhow::bail!("{source}: candidates[{index}]: {} positions for {} nodes", positions.len(), nodes.len());
+        }
+        for (node, (config, position)) in nodes.iter().zip(positions).enumerate() {
+            if !position.iter().all(|v| v.is_finite()) {
+                anyhow::bail!("{source}: candidates[{index}][{node}]: {position:?} is not a finite position");
+            }
+            let start = meshemu_model::mobility::start_position(&config.mobility, *position, seed, node);
+            medium.set_position(0, node, start);
+        }
+        let largest = routing::largest_component(nodes.len(), &medium.links(0));
+        largest_components.push(largest);
+        if largest == nodes.len() {
+            first_connected = Some(index);
+            break;
+        }
+    }
+    println!("{}", serde_json::json!({"first_connected": first_connected, "largest_components": largest_components}));
+    Ok(())
+}
+
 fn mobility(path: &Path, until_ns: u64) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let medium_config = MediumConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
@@ -119,6 +171,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
         Command::Links { config } => links(config),
+        Command::Connected { input } => connected(input),
         Command::Mobility { config, until_ns } => mobility(config, *until_ns),
         Command::Sim { scenario } => sim(scenario),
         Command::Tap { config } => tap(config),

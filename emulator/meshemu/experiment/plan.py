@@ -34,13 +34,14 @@ from pydantic import ValidationError
 
 from .. import medium
 from ..errors import ConfigError, Problem
+from ..medium import LinksFunction
 from ..ns2 import support as ns2_support
 from ..sim import support as sim_support
 from ..routing import DAEMON_ROUTING, NS2_ONLY_ROUTING, QUICKACK_DAEMONS, only_in_ns2
 from ..schema import StrictModel
 from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
 from ..sweep import expand, inline_topology_file, seeds_of, sweep_paths
-from ..topology import LinksFunction, Topology, resolve_mac, resolve_topology
+from ..topology import Topology, resolution_key, resolve_mac, resolve_topology
 from .spec import CommandTraffic, Contenders, ExperimentSpec, TcpTraffic, TfrcTraffic, UdpTraffic
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -59,6 +60,8 @@ SIM = "sim"
 DRIVERS = (LAB, NS2, SIM)
 # What each virtual-time driver cannot carry out, per planned run.
 UNSUPPORTED = {NS2: ns2_support.unsupported, SIM: sim_support.unsupported}
+# Minimum hops between every two nodes at time 0 (None: no path), see hop_counts.
+HopCounts = list[list[int | None]]
 
 
 @dataclass(frozen=True)
@@ -202,12 +205,14 @@ def plan_experiment(document: Document, *, overrides: list[str] = (), scale: str
     runs: list[Run] = []
     skipped: list[Skipped] = []
     unavailable: list[Problem] = []
+    topologies = _Topologies(links)
     for point in expand(document):
         if isinstance(point, list):
             problems.extend(point)
             continue
         try:
-            runs.extend(_runs_of(point.document, point.params, point.choices, links, cc, skipped, unavailable, driver))
+            runs.extend(_runs_of(point.document, point.params, point.choices, topologies, cc, skipped, unavailable,
+                                 driver))
         except ConfigError as exc:
             problems.extend(exc.problems)
     if not runs and unavailable:
@@ -283,7 +288,30 @@ def kernel_congestion_controls() -> list[str]:
         return []
 
 
-def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int], links: LinksFunction,
+class _Topologies:
+    """Each distinct topology of a plan resolved once, and the hop counts of
+    each distinct medium computed once: the sweep points of a study that
+    change only its traffic (variants, connections) share the topology,
+    those that change only its daemons (queueing, routing) the medium, and
+    resolving (placement, the medium's reach) is most of planning's work."""
+
+    def __init__(self, links: LinksFunction):
+        self.links = links
+        self.resolved: dict[str, tuple[Topology, HopCounts]] = {}
+        self.hops: dict[str, HopCounts] = {}
+
+    def resolve(self, document: Document, seed: int, mac: dict[str, Any] | None) -> tuple[Topology, HopCounts]:
+        key = resolution_key(document, ("topology",), seed, mac)
+        if key not in self.resolved:
+            topology = resolve_topology(document, ("topology",), seed=seed, mac=mac)
+            medium_key = json.dumps(topology.medium, sort_keys=True)
+            if medium_key not in self.hops:
+                self.hops[medium_key] = hop_counts(self.links(topology.medium), len(topology.nodes))
+            self.resolved[key] = topology, self.hops[medium_key]
+        return self.resolved[key]
+
+
+def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int], topologies: _Topologies,
              available_cc: list[str], skipped: list[Skipped], unavailable: list[Problem], driver: str) -> list[Run]:
     try:
         spec = ExperimentSpec.model_validate(document.data)
@@ -294,10 +322,9 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     mac = resolve_mac(spec.mac) if spec.mac is not None else None
     runs = []
     for seed in seeds:
-        topology = resolve_topology(document, ("topology",), links=links, seed=seed, mac=mac)
+        topology, hops = topologies.resolve(document, seed, mac)
         if driver == LAB and topology.routing_choice.name in NS2_ONLY_ROUTING:
             raise document.error(("topology", "routing"), only_in_ns2(topology.routing_choice.name))
-        hops = hop_counts(links(topology.medium), len(topology.nodes))
         try:
             flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
             if driver == LAB:  # quickack is how Linux turns delayed ACKs off; ns-2 picks a sink agent

@@ -187,6 +187,12 @@ pub struct TrajectoryPoint {
     pub position: [f64; 3],
 }
 
+/// Where a node is at time 0, as the model starts it from its configured
+/// `position` (random waypoint and waypoints start elsewhere).
+pub fn start_position(cfg: &MobilityConfig, position: [f64; 3], seed: u64, node: usize) -> [f64; 3] {
+    Mobility::new(cfg, position, seed, node).position(0)
+}
+
 /// The path a node follows from time 0 until at least `until`, exactly as
 /// the model moves it (random waypoint: the same legs from the same seed),
 /// for exporting the movement to another simulator (ns-2 setdest commands).

@@ -13,14 +13,7 @@ use crate::{LinkInfo, NodeId};
 /// hop path the lowest index is chosen, so every node's choice lies on the
 /// same family of shortest paths and forwarding never loops.
 pub fn min_hop_next_hops(node_count: usize, links: &[LinkInfo]) -> Vec<Vec<Option<NodeId>>> {
-    let mut hears = vec![false; node_count * node_count];
-    for l in links.iter().filter(|l| l.in_rx_range) {
-        hears[l.a * node_count + l.b] = true;
-    }
-    let usable = |s: usize, n: usize| hears[s * node_count + n] && hears[n * node_count + s];
-    let neighbours: Vec<Vec<NodeId>> =
-        (0..node_count).map(|s| (0..node_count).filter(|&n| n != s && usable(s, n)).collect()).collect();
-
+    let neighbours = both_way_neighbours(node_count, links);
     let mut table = vec![vec![None; node_count]; node_count];
     for destination in 0..node_count {
         let hops = hop_counts(&neighbours, destination);
@@ -30,6 +23,40 @@ pub fn min_hop_next_hops(node_count: usize, links: &[LinkInfo]) -> Vec<Vec<Optio
         }
     }
     table
+}
+
+/// The size of the largest set of nodes that all reach each other over
+/// links that work both ways; the network is connected when it is
+/// `node_count`. Placement generators ask this of every candidate.
+pub fn largest_component(node_count: usize, links: &[LinkInfo]) -> usize {
+    let neighbours = both_way_neighbours(node_count, links);
+    let mut counted = vec![false; node_count];
+    let mut largest = 0;
+    for start in 0..node_count {
+        if counted[start] {
+            continue;
+        }
+        let mut size = 0;
+        for (node, hops) in hop_counts(&neighbours, start).into_iter().enumerate() {
+            if hops.is_some() {
+                counted[node] = true;
+                size += 1;
+            }
+        }
+        largest = largest.max(size);
+    }
+    largest
+}
+
+/// For every node, the nodes it exchanges unicast frames with: each is in
+/// the other's receive range (a unicast exchange needs the ACK back).
+fn both_way_neighbours(node_count: usize, links: &[LinkInfo]) -> Vec<Vec<NodeId>> {
+    let mut hears = vec![false; node_count * node_count];
+    for l in links.iter().filter(|l| l.in_rx_range) {
+        hears[l.a * node_count + l.b] = true;
+    }
+    let usable = |s: usize, n: usize| hears[s * node_count + n] && hears[n * node_count + s];
+    (0..node_count).map(|s| (0..node_count).filter(|&n| n != s && usable(s, n)).collect()).collect()
 }
 
 /// Breadth-first hop counts from every node to `destination`.
@@ -92,6 +119,16 @@ mod tests {
         let mut l = symmetric(&[(0, 1)]);
         l.iter_mut().for_each(|l| l.in_rx_range = false);
         assert_eq!(min_hop_next_hops(2, &l), vec![vec![None; 2]; 2]);
+    }
+
+    #[test]
+    fn the_largest_component_counts_only_links_that_work_both_ways() {
+        // 0-1-2 both ways, 3 hears 2 but 2 does not hear 3, 4-5 an island.
+        let mut l = symmetric(&[(0, 1), (1, 2), (4, 5)]);
+        l.extend(links(&[(2, 3)]));
+        assert_eq!(largest_component(6, &l), 3);
+        assert_eq!(largest_component(4, &symmetric(&[(0, 1), (1, 2), (2, 3)])), 4);
+        assert_eq!(largest_component(1, &[]), 1);
     }
 
     #[test]
