@@ -205,7 +205,7 @@ def test_route_repair_break_found_by_hello_loss_rerr_at_source_new_route_via_f_a
     assert timeline["first_new_ack_after_repair_s"] - timeline["repaired_s"] < 5.0
     flow = record["metrics"]["flows"][0]
     assert flow["route_losses"] >= 1 and flow["route_changes"] >= 2 and flow["rto_events"] >= 1
-    assert not any(name.startswith("x" + record["run_id"][:12]) for name in namespaces())
+    assert not any(name.startswith("x" + record["run_id"][:10]) for name in namespaces())
 
 
 @pytest.mark.root

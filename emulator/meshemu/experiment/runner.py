@@ -13,6 +13,7 @@ the teardown always completes.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import statistics
@@ -81,9 +82,13 @@ class Runner:
         self.ns2_version: dict[str, Any] = {}
         self.sim_version: str | None = None
         self.run_seconds: list[float] = []
+        self.tag = secrets.token_hex(2)
 
     def lab_name(self, run: Run) -> str:
-        return f"x{run.run_id[:12]}"
+        """The run's id and this runner's own tag: two runners of the same
+        file at once (another results directory, a CI beside a user) never
+        ask for the same namespaces."""
+        return f"x{run.run_id[:10]}{self.tag}"
 
     def _execution(self, run: Run, artefacts: Path, tools: Tools) -> Execution | Ns2Execution | SimExecution:
         """The run's driver: ns-2, the sim, or a lab of its own."""
