@@ -76,7 +76,8 @@ def test_the_scenario_is_the_runs_udp_flows_at_the_labs_packets_and_packet_rate(
 
 
 def _figures(name: str, generated: int, delivered: int) -> dict:
-    # One packet of the warm-up delivered after it: counted in `delivered`, not in the window's.
+    # One packet sent before the window arrived in it: in `delivered` (what
+    # iperf3 counts), not among the window's own (what meshemu-udp counts).
     return {"name": name, "generated": generated, "delivered": delivered + 1, "generated_delivered": delivered,
             "delivered_bytes": 0,
             "throughput_bps": 0.0, "delay_ns": {"mean": 5e6, "p50": 4_000_000, "p95": 9_000_000, "max": 12_000_000},
@@ -100,7 +101,8 @@ def test_a_lab_runs_sim_reference_goes_through_the_same_scenario_and_metrics(wri
     # 143 and 144 packets of 1000 B over the 6-s window.
     assert flows[0]["sim_goodput_min_bps"] == pytest.approx(143 * 8000 / 6)
     assert flows[0]["sim_goodput_bps"] == pytest.approx(143.5 * 8000 / 6)
-    assert flows[1]["sim_goodput_bps"] == pytest.approx(75 * 4000 / 3) and flows[1]["sim_seeds"] == [3, 4]
+    # The iperf3 flow counts the 76 arrivals in its window.
+    assert flows[1]["sim_goodput_bps"] == pytest.approx(76 * 4000 / 3) and flows[1]["sim_seeds"] == [3, 4]
     assert json.loads((tmp_path / "sim.json").read_text())["seeds"] == [3, 4]
 
 
@@ -191,8 +193,9 @@ def test_the_sims_output_becomes_the_labs_metrics(write, tmp_path):
     late, cbr = found["flows"][1], found["flows"][0]
     assert (cbr["name"], cbr["hops"], cbr["window_s"], cbr["goodput_bps"]) == ("cbr", 2, 6.0, 0.0)
     assert cbr["loss"] == 1.0 and cbr["delay_ms"] is None and cbr["route_length"] is None
-    assert late["window_s"] == 3.0 and late["goodput_bps"] == pytest.approx(70 * 500 * 8 / 3)
-    assert (late["packets_sent"], late["packets_received"], late["source_queue_drops"]) == (75, 70, 2)
+    # iperf3: the 71 arrivals in the window; loss: the window's own 70 of 75.
+    assert late["window_s"] == 3.0 and late["goodput_bps"] == pytest.approx(71 * 500 * 8 / 3)
+    assert (late["packets_sent"], late["packets_received"], late["source_queue_drops"]) == (75, 71, 2)
     assert late["loss"] == pytest.approx(5 / 75) and late["offered_bps"] == 100_000 and late["route_length"] == 2.0
     assert late["delay_ms"] == {"mean": 5.0, "p50": 4.0, "p95": 9.0, "max": 12.0}
     n0 = found["medium"]["nodes"]["n0"]

@@ -11,13 +11,16 @@ at time 0. As in a lab, every node's counters are read at the warm-up's end
 and at the run's end (`snapshots_ns`), and the run goes on for `drain`
 after it, so that packets in flight arrive.
 
-A flow is measured as in a lab (experiment/README.md, "The sim driver"):
-the packets created from the warm-up's end on (`generated`: a flow creates
-packets only between its start and stop, so these are the packets sent in
-the lab's window [max(warmup, start), stop]) and those of them delivered
-by the drain's end (`generated_delivered`). Only the one-way delays are
-the sim's own: those of the packets delivered from the warm-up's end on,
-whenever created.
+A flow is measured as the lab's tool measures it (experiment/README.md,
+"The sim driver"): meshemu-udp counts the packets sent in the lab's window
+[max(warmup, start), stop] that arrived by the drain's end (the sim's
+`generated`, a flow creating packets only between its start and stop, and
+`generated_delivered`); iperf3 counts the packets that arrived in the
+window [warmup, duration], whenever sent (the sim's `delivered`, with
+`window_end_ns` the run's duration). On a saturated long chain the two
+differ by the queue the drain leaves undelivered. Only the one-way delays
+are the sim's own: those of the packets delivered in the window, whenever
+created.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def scenario(run: "Run", seed: int | None = None) -> dict[str, Any]:
                       "start_ns": flow.start_ns, "stop_ns": flow.stop_ns})
     medium = run.topology.medium if seed is None else {**run.topology.medium, "seed": seed}
     return {"medium": medium, "duration_ns": run.duration_ns + run.measure["drain"], "warmup_ns": run.warmup_ns,
-            "routing": "static", "flows": flows, "snapshots_ns": [run.warmup_ns, run.duration_ns], "trace": False}
+            "window_end_ns": run.duration_ns, "routing": "static", "flows": flows, "snapshots_ns": [run.warmup_ns, run.duration_ns], "trace": False}
 
 
 def window_s(run: "Run", flow: "Flow") -> float:
@@ -63,20 +66,22 @@ def window_s(run: "Run", flow: "Flow") -> float:
 
 def udp_metrics(run: "Run", flow: "Flow", figures: dict[str, Any]) -> dict[str, Any]:
     """The lab's UDP metrics from the sim's figures of the flow (its entry in
-    the output's `flows`): goodput counts the UDP payload of the packets
-    sent in the flow's window that arrived, over the window."""
-    created, delivered = figures["generated"], figures["generated_delivered"]
+    the output's `flows`): goodput counts the UDP payload of the packets the
+    flow's tool counts (above), over the window; loss is the share of the
+    packets sent in the window that never arrived."""
+    created, arrived = figures["generated"], figures["generated_delivered"]
+    counted = figures["delivered"] if flow.options["tool"] == "iperf3" else arrived
     delay = figures["delay_ns"]
     return {
-        "goodput_bps": delivered * flow.options["packet"] * 8 / window_s(run, flow),
+        "goodput_bps": counted * flow.options["packet"] * 8 / window_s(run, flow),
         "offered_bps": flow.options["rate_bps"],
         "packets_sent": created,
-        "packets_received": delivered,
-        "loss": 1 - delivered / created if created else None,
+        "packets_received": counted,
+        "loss": 1 - arrived / created if created else None,
         # The sim's delay summary is zeros when nothing arrived.
         "delay_ms": {key: delay[key] / 1e6 for key in ("mean", "p50", "p95", "max")} if figures["delivered"]
         else None,
         "source_queue_drops": figures["source_queue_drops"],
         # Static routes: every packet delivered took the same path.
-        "route_length": float(figures["hops"]) if delivered else None,
+        "route_length": float(figures["hops"]) if counted else None,
     }
