@@ -16,6 +16,7 @@ import pytest
 
 from conftest import TOPOLOGIES, namespaces
 from meshemu import procs
+from meshemu.errors import MediumError
 from meshemu.lab import Lab
 from meshemu.state import BY_NETNS, RUN_ROOT, read_state
 
@@ -140,6 +141,29 @@ def test_stats_and_move_through_the_cli(chain):
     assert in_node("n0", "ping", "-c", "2", "-W", "1", "n1").returncode != 0  # out of range
     assert meshemu("move", "n1", "200", "0", "--lab", CHAIN).returncode == 0
     assert in_node("n0", "ping", "-c", "2", "-W", "2", "n1").returncode == 0
+
+
+def test_a_flush_request_drops_what_a_node_queued_for_a_neighbour(chain):
+    """What aodvd's flush_on_break asks (emulator/README.md section 6): with
+    n5 out of range, n4's pings to it queue behind frames that fail at the
+    retry limit; a flush drops the queued ones, counted as link drops."""
+    lab = Lab.attach(CHAIN)
+    n5_mac = lab.config["medium"]["nodes"][5]["mac_address"]
+    with pytest.raises(MediumError, match="no node has address 02:00:00:00:00:99"):
+        lab.control("flush", node="n4", to="02:00:00:00:00:99")
+    in_node("n4", "ping", "-c", "1", "-W", "2", "n5")  # the neighbour entry, while n5 is reachable
+    assert meshemu("move", "n5", "1000", "5km", "--lab", CHAIN).returncode == 0
+    pings = lab["n4"].spawn(["ping", "-q", "-c", "30", "-i", "0.005", "n5"])
+    try:
+        time.sleep(0.3)  # 30 sent; each frame takes some 40 ms of failing RTSs
+        dropped = lab.control("flush", node="n4", to=n5_mac)["dropped"]
+        assert dropped >= 5, dropped
+        stats = lab.control("stats", node="n4", peers=False)["nodes"]["n4"]
+        assert stats["link_drops"] >= dropped and stats["queue_len"] <= 1, stats
+    finally:
+        pings.kill()
+        pings.wait()
+        assert meshemu("move", "n5", "1000", "0", "--lab", CHAIN).returncode == 0
 
 
 def test_air_capture_through_the_cli(chain, tmp_path):

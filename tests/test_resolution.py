@@ -96,8 +96,13 @@ def test_ns2_wavelan_profile_values(write):
 
 
 def test_retry_drop_flush_follows_aodv_link_layer_feedback(write):
+    """The medium flushes behind a failed frame for aodvd with link-layer
+    feedback, unless aodvd asks for flushes itself (flush_on_break, on in
+    its preset ns2)."""
     text = "generate: {kind: chain, n: 2, spacing: 200m}\nrouting: %s\n"
-    cases = {"aodv": False, "{aodv: {link_layer_feedback: true}}": True, "{aodv: {preset: ns2}}": True,
+    cases = {"aodv": False, "{aodv: {link_layer_feedback: true}}": True, "{aodv: {preset: ns2}}": False,
+             "{aodv: {preset: ns2, flush_on_break: false}}": True,
+             "{aodv: {link_layer_feedback: true, flush_on_break: true}}": False,
              "{aodv: {preset: ns2, link_layer_feedback: false, hello_interval: 1s}}": False}
     for routing, flush in cases.items():
         topology = load_topology(write("t.yaml", text % routing))

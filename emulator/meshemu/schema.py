@@ -476,6 +476,7 @@ class AodvOptions(StrictModel):
     rreq_backoff: Literal["binary", "linear"] | None = None
     rerr_broadcast: bool | None = None
     acked_frames_alive: bool | None = None
+    flush_on_break: bool | None = None  # aodvd asks the medium to drop what is queued for a neighbour it gives up
     timeout_buffer: Annotated[int, Field(ge=0, le=255)] | None = None
     link_feedback_poll: PositiveDuration | None = None  # aodvd's [daemon] link_feedback_poll_ms
 

@@ -230,14 +230,19 @@ class _Resolver:
         document, radio = profiles.load(self.spec.profile)
         return _Layer(document, (), radio)
 
-    def _aodv_link_layer_feedback(self) -> bool:
-        routing = self.spec.routing
-        options = getattr(routing, "aodv", None)
+    def _medium_flushes_for_aodvd(self) -> bool:
+        """Whether aodvd runs with link-layer feedback but leaves the
+        flush of the queue behind a failed frame to the medium: its preset
+        ns2 has feedback and asks for the flushes itself (`flush_on_break`,
+        where ns-2 flushes: only where a break takes routes down, not where
+        it repairs them), unless the keys beside it say otherwise."""
+        options = getattr(self.spec.routing, "aodv", None)
         if options is None:
             return False
-        feedback = getattr(options, "link_layer_feedback", None)
-        # aodvd's preset ns2 has link-layer feedback unless the key beside it turns it off.
-        return feedback is True or (feedback is None and getattr(options, "preset", None) == "ns2")
+        ns2 = options.preset == "ns2"
+        feedback = options.link_layer_feedback if options.link_layer_feedback is not None else ns2
+        asks = options.flush_on_break if options.flush_on_break is not None else ns2
+        return feedback and not asks
 
     def _radio(self, layers: list[_Layer]) -> dict[str, Any]:
         """Merge the layers (later wins) and check the combination; the
@@ -265,7 +270,7 @@ class _Resolver:
                   "cs_threshold", "rx_threshold")
         if value["cw_min"] > value["cw_max"]:
             blame(f"cw_min ({value['cw_min']}) is above cw_max ({value['cw_max']})", "cw_min", "cw_max")
-        if self._aodv_link_layer_feedback() and origin.get("retry_drop_flush", (0, None))[0] == 0:
+        if self._medium_flushes_for_aodvd() and origin.get("retry_drop_flush", (0, None))[0] == 0:
             # ns-2's AODV with link-layer feedback drops the interface queue's
             # packets to a next hop whose link failed (rt_ll_failed): unless a
             # layer above the profile says otherwise, the medium does the same.

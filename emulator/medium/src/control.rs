@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use meshemu_model::MacAddr;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -33,6 +34,12 @@ pub enum Request {
     SetRadio {
         node: String,
         radio: Map<String, Value>,
+    },
+    /// Drop the frames `node` holds for the receiver `to` (a MAC address,
+    /// as a daemon in the node knows its neighbours).
+    Flush {
+        node: String,
+        to: MacAddr,
     },
     SetLink {
         a: String,
@@ -231,6 +238,10 @@ mod tests {
         );
         assert_eq!(parse(r#"{"op": "stats", "peers": false}"#), Ok(Request::Stats { node: None, peers: false }));
         assert_eq!(
+            parse(r#"{"op": "flush", "node": "n1", "to": "02:00:00:00:00:0a"}"#),
+            Ok(Request::Flush { node: "n1".into(), to: MacAddr([2, 0, 0, 0, 0, 10]) })
+        );
+        assert_eq!(
             parse(r#"{"op": "move", "node": "n1", "position": [1, 2.5, 0]}"#),
             Ok(Request::Move { node: "n1".into(), position: [1.0, 2.5, 0.0] })
         );
@@ -260,6 +271,7 @@ mod tests {
         assert!(err("[1]").contains("JSON object"));
         assert!(err("{}").contains("missing field `op`"), "{}", err("{}"));
         assert!(err(r#"{"op": "dance"}"#).contains("unknown variant `dance`"));
+        assert!(err(r#"{"op": "flush", "node": "n1", "to": "n2"}"#).contains("not a MAC address"));
         assert!(err(r#"{"op": "move", "node": "n1"}"#).contains("missing field `position`"));
         assert!(err(r#"{"op": "move", "node": "n1", "position": [1, 2]}"#).contains("invalid length 2"));
         assert!(err(r#"{"op": "status", "verbose": true}"#).contains("unknown field `verbose`"));

@@ -705,6 +705,13 @@ impl<T: Port> Driver<T> {
                 self.radios[i] = radio;
                 json!({})
             }
+            Request::Flush { node, to } => {
+                let i = self.node(&node)?;
+                let j = self.macs.iter().position(|&mac| mac == to.0).ok_or_else(|| format!("no node has address {to}"))?;
+                let dropped = self.lab.medium.flush_queue(now, i, j, &mut self.actions);
+                self.carry_out_actions();
+                json!({"dropped": dropped})
+            }
             Request::SetLink { a, b, bit_error_rate, extra_loss_db } => {
                 let (ia, ib) = (self.node(&a)?, self.node(&b)?);
                 if ia == ib {

@@ -181,16 +181,21 @@ pub struct RadioStats {
 const MAX_READ_ATTEMPTS: u32 = 1_000_000;
 
 impl RadioStats {
-    /// Opens the page of the node the calling thread runs in, found through
-    /// `/run/meshemu/by-netns/<inode of /proc/thread-self/ns/net>/radio`.
+    /// Opens the page of the node the calling thread runs in ([`RadioStats::own_path`]).
     pub fn open_own() -> Result<Self, Error> {
+        Self::open(&Self::own_path()?)
+    }
+
+    /// The page of the node the calling thread runs in:
+    /// `/run/meshemu/by-netns/<inode of /proc/thread-self/ns/net>/radio`.
+    pub fn own_path() -> Result<PathBuf, Error> {
         let ns = Path::new("/proc/thread-self/ns/net");
         let inode = fs::metadata(ns).map_err(io_error(ns))?.ino();
         let path = Path::new(BY_NETNS_DIR).join(inode.to_string()).join(PAGE_FILE_NAME);
         if !path.exists() {
             return Err(Error::NotInNode { inode, path });
         }
-        Self::open(&path)
+        Ok(path)
     }
 
     /// Opens the page at `path` and checks its header.

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use meshemu_aodv::aodv::config::PRESETS;
 use meshemu_aodv::aodv::{Aodv, Config};
-use meshemu_aodv::platform::link_feedback::{LinkLayer, RadioStatsLinks};
+use meshemu_aodv::platform::link_feedback::{LinkLayer, MediumControl, RadioStatsLinks};
 use meshemu_aodv::platform::{daemon, iptables, settings, DataPath};
 use meshemu_radiostats::RadioStats;
 use serde::Deserialize;
@@ -117,14 +117,21 @@ fn run(args: Args) -> Result<()> {
     // The radio statistics page, when there is one: link-layer feedback and
     // neighbour liveness from frames received. Without it (a real node
     // without such counters), HELLOs alone judge links.
-    let page = match &config.daemon.radio_stats {
-        Some(path) => Some(RadioStats::open(path).context("daemon.radio_stats")?),
-        None => RadioStats::open_own().ok(),
-    };
+    let page_path = config.daemon.radio_stats.clone().or_else(|| RadioStats::own_path().ok());
+    let page = page_path.as_deref().map(RadioStats::open).transpose().context("daemon.radio_stats")?;
     if page.is_none() && config.aodv.link_layer_feedback {
         bail!("aodv.link_layer_feedback needs the radio statistics page (daemon.radio_stats)");
     }
-    let link_layer = page.map(|stats| Box::new(RadioStatsLinks::new(stats)) as Box<dyn LinkLayer>);
+    // Flushes go to the medium whose page this is.
+    let control = match (&page_path, config.aodv.flush_on_break) {
+        (Some(path), true) => Some(
+            MediumControl::of_page(path)
+                .map_err(|e| anyhow!("aodv.flush_on_break needs the medium's control socket: {e}"))?,
+        ),
+        (None, true) => bail!("aodv.flush_on_break needs the radio statistics page (daemon.radio_stats)"),
+        (_, false) => None,
+    };
+    let link_layer = page.map(|stats| Box::new(RadioStatsLinks::new(stats, control)) as Box<dyn LinkLayer>);
     let seed = config.daemon.seed;
     let protocol = config.aodv.clone();
     daemon::run(config.daemon, move |address, now| Aodv::new(protocol, address, seed, now), link_layer)

@@ -61,6 +61,8 @@ pub enum Output {
     Release { dst: Ipv4Addr },
     /// Drop the packets held for `dst`, telling local senders it is unreachable.
     Drop { dst: Ipv4Addr },
+    /// Drop the frames the link layer still holds for this neighbour.
+    Flush { neighbor: Ipv4Addr },
     /// A protocol event worth a log line (and an experiment's timeline).
     Event(Event),
 }

@@ -300,11 +300,11 @@ impl<P: Clone> Medium<P> {
         }
     }
 
-    /// `retry_drop_flush`: every queued frame to `dst` leaves the queue as a
-    /// `LinkDrop`, in queue order (ns-2 AODV's rt_ll_failed: the interface
-    /// queue's packets for the broken next hop are dropped with the one that
-    /// failed).
-    fn flush_queue_to(&mut self, n: NodeId, dst: Dest, out: &mut Vec<Action<P>>) {
+    /// Every queued frame to `dst` leaves the queue as a `LinkDrop`, in
+    /// queue order (ns-2 AODV's rt_ll_failed: the interface queue's packets
+    /// for the broken next hop are dropped with the one that failed): after
+    /// a retry drop with `retry_drop_flush`, or when a daemon asks.
+    pub(super) fn flush_queue_to(&mut self, n: NodeId, dst: Dest, out: &mut Vec<Action<P>>) {
         let node = &mut self.nodes[n];
         let mut kept = std::collections::VecDeque::with_capacity(node.queue.len());
         for q in node.queue.drain(..) {

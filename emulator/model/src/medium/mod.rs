@@ -618,6 +618,17 @@ impl<P: Clone> Medium<P> {
         Ok(())
     }
 
+    /// Drops every frame queued at `node` for `receiver` (not one already
+    /// being sent): each leaves as a `TxDone` with outcome `LinkDrop` and
+    /// counts in `link_drops`. What a routing daemon asks when it gives up a
+    /// neighbour (ns-2 AODV's `ifqueue->filter`); returns how many left.
+    pub fn flush_queue(&mut self, now: Time, node: NodeId, receiver: NodeId, out: &mut Vec<Action<P>>) -> u64 {
+        self.advance(now, out);
+        let before = self.nodes[node].stats.link_drops;
+        self.flush_queue_to(node, Dest::Node(receiver), out);
+        self.nodes[node].stats.link_drops - before
+    }
+
     /// Sets the override of the pair (a, b), both directions.
     pub fn set_link(&mut self, a: NodeId, b: NodeId, link: LinkOverride) -> Result<(), ConfigError> {
         link.validate("link")?;

@@ -686,6 +686,26 @@ fn retry_drop_flush_takes_the_queued_frames_to_the_same_receiver() {
 }
 
 #[test]
+fn a_requested_flush_takes_only_the_queued_frames_to_that_receiver() {
+    // Without retry_drop_flush nothing leaves the queue by itself; a daemon's
+    // request takes what waits for node 1, not the frame on the air.
+    let mut m = medium(config(&[0.0, 1000.0, 100.0], &no_rts()));
+    let mut out = Vec::new();
+    for (to, id) in [(1, 1), (1, 2), (2, 3), (1, 4)] {
+        m.send(MS, 0, unicast(to, id), &mut out);
+    }
+    assert_eq!(m.flush_queue(2 * MS, 0, 1, &mut out), 2);
+    assert_eq!(m.flush_queue(2 * MS, 0, 1, &mut out), 0);
+    m.advance(10_000 * MS, &mut out);
+    let mut o: Vec<(u32, TxOutcome)> = outcomes(&out).into_iter().map(|(_, id, oc)| (id, oc)).collect();
+    o.sort_by_key(|x| x.0);
+    let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
+    let acked = TxOutcome::Acked { rts_attempts: 0, data_attempts: 1 };
+    assert_eq!(o, vec![(1, drop7), (2, TxOutcome::LinkDrop), (3, acked), (4, TxOutcome::LinkDrop)]);
+    assert_eq!((m.stats(0).link_drops, m.stats(0).queue_len), (2, 0));
+}
+
+#[test]
 fn retry_drop_flush_is_not_set_off_by_a_priority_frame() {
     // ns-2's AODV flushes after data packets only: a routing packet that
     // fails is dropped alone.

@@ -56,6 +56,12 @@ pub struct Config {
     /// received from it do. Off: only frames received count (on a one-way
     /// flow a next hop sends nothing but HELLOs back).
     pub acked_frames_alive: bool,
+    /// When a link failure or a neighbour's RERR takes routes down (a
+    /// repair alone does not), the link layer drops the frames it still
+    /// holds for that neighbour, as ns-2's AODV empties its interface queue
+    /// (`ifqueue->filter` in `rt_ll_failed` and `recvError`). Needs a link
+    /// layer that can (the medium's `flush` request).
+    pub flush_on_break: bool,
 }
 
 /// The wait for an RREP after the n-th network-wide RREQ of a discovery.
@@ -123,6 +129,7 @@ impl Default for Config {
             broadcast_jitter_ms: 10,
             rerr_broadcast: false,
             acked_frames_alive: false,
+            flush_on_break: false,
         }
     }
 }
@@ -138,7 +145,8 @@ impl Config {
     /// waits 2 x TTL x NODE_TRAVERSAL_TIME (no TIMEOUT_BUFFER) and the
     /// network-wide waits grow linearly, ACTIVE_ROUTE_TIMEOUT 10 s, no RREQ
     /// or RERR rate limit (10000 per second here), every RERR broadcast,
-    /// 10 ms jitter. The first RREQ for a destination never reached before
+    /// 10 ms jitter, the frames queued for a neighbour dropped when its
+    /// link breaks routes. The first RREQ for a destination never reached before
     /// covers the whole network: aodv.h's TTL_START (5) is never used,
     /// because `sendRequest` starts from max(last TTL, `rt_last_hop_count`)
     /// and a new entry's `rt_last_hop_count` is INFINITY2 (255).
@@ -166,6 +174,7 @@ impl Config {
             rrep_ack: false,
             broadcast_jitter_ms: 10,
             rerr_broadcast: true,
+            flush_on_break: true,
             ..Config::default()
         }
     }

@@ -481,6 +481,9 @@ impl Aodv {
             self.counters.route_breaks += 1;
             unreachable.push(dst);
         }
+        if self.config.flush_on_break && !unreachable.is_empty() {
+            out.push(Output::Flush { neighbor });
+        }
         // ns-2's handle_link_failure lists every route the link broke, precursors or not.
         self.send_rerr(now, unreachable, false, self.config.rerr_broadcast, out);
     }
@@ -727,6 +730,9 @@ impl Aodv {
             self.invalidate(now, dst, (seq != 0).then_some(seq), "rerr", out);
             self.counters.route_breaks += 1;
             propagate.push(dst);
+        }
+        if self.config.flush_on_break && !propagate.is_empty() {
+            out.push(Output::Flush { neighbor: from });
         }
         self.send_rerr(now, propagate, false, false, out);
     }

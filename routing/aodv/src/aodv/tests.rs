@@ -555,6 +555,7 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     net.unlink(d, e);
     net.input(d, Input::LinkFailed { neighbor: addr(e) });
     assert_eq!(net.kernel[d].get(&addr(e)), Some(&addr(e)), "the route stays while the repair searches");
+    assert!(!net.outputs(d).contains(&Output::Flush { neighbor: addr(e) }), "what is queued for E stays");
     let sent = rreqs(&net.outputs(d));
     // D's route never went down: ns-2's rt_last_hop_count is still INFINITY2, the RREQ covers the network.
     assert_eq!(sent.last().map(|(ttl, rreq)| (*ttl, rreq.dst)), Some((30, addr(e))));
@@ -596,6 +597,9 @@ fn ns2_rule_breaks_a_link_nearer_the_source_and_broadcasts_the_rerr() {
     assert!(rerrs.iter().any(|(to, dsts)| *to == BROADCAST && dsts.contains(&addr(e))), "{rerrs:?}");
     net.run_until(net.now + ms(10));
     assert!(!net.kernel[a].contains_key(&addr(e)), "the RERR took the source's route");
+    // ns-2 drops what B queued for C (rt_ll_failed) and what A queued for B (recvError).
+    assert!(net.outputs(b).contains(&Output::Flush { neighbor: addr(c) }));
+    assert!(net.outputs(a).contains(&Output::Flush { neighbor: addr(b) }));
     assert_eq!(net.nodes[b].counters().route_breaks, 2, "E and C, its next hop: ns-2 breaks every route over the link");
 }
 
@@ -623,6 +627,7 @@ fn a_rerr_from_the_old_next_hop_takes_a_repairing_route_out() {
     let rerr = Message::Rerr(super::packet::Rerr { no_delete: false, unreachable: vec![(addr(e), 99)] });
     net.input(d, Input::Control { from: addr(e), ttl: 1, payload: &rerr.encode() });
     assert!(!net.kernel[d].contains_key(&addr(e)));
+    assert!(net.outputs(d).contains(&Output::Flush { neighbor: addr(e) }), "ns-2's recvError empties the queue for E");
     assert!(net.nodes[d].discovering(addr(e)), "the search goes on");
 }
 

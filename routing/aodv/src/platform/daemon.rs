@@ -319,6 +319,7 @@ impl Platform {
                         self.verdict(id, Verdict::Repeat, Some(mark | self.config.reject_mark));
                     }
                 }
+                Output::Flush { neighbor } => self.flush(neighbor),
                 Output::Event(event) => self.log_event(&event),
             }
         }
@@ -371,6 +372,20 @@ impl Platform {
         inputs.extend(resolve(activity.acked).into_iter().map(|neighbor| Input::NeighborAcked { neighbor }));
         inputs.extend(resolve(activity.failed).into_iter().map(|neighbor| Input::LinkFailed { neighbor }));
         inputs
+    }
+
+    /// Asks the link layer to drop what it holds for `neighbor` (found by
+    /// its MAC address in the ARP table).
+    fn flush(&mut self, neighbor: Ipv4Addr) {
+        let Some(link_layer) = self.link_layer.as_mut() else { return };
+        let Some(mac) = arp_table(&self.config.interface).into_iter().find_map(|(mac, ip)| (ip == neighbor).then_some(mac))
+        else {
+            warn!(%neighbor, "flushing: no MAC address for the neighbour");
+            return;
+        };
+        if let Err(error) = link_layer.flush(mac) {
+            warn!(%error, %neighbor, "flushing the link layer's queue");
+        }
     }
 
     fn log_event(&mut self, event: &Event) {

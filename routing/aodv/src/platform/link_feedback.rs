@@ -3,12 +3,18 @@
 //! 3561 section 6.11, also data the daemon never sees), and neighbours that
 //! acknowledged its frames. Here from the per-peer `tx_failed`, `rx_frames`
 //! and `tx_acked` counters of the node's radio statistics page
-//! (emulator/README.md section 5); a real driver's station counters would be
-//! another [`LinkLayer`].
+//! (emulator/README.md section 5), and the medium's control socket for the
+//! one thing a daemon asks of the link layer (dropping what it holds for a
+//! neighbour); a real driver's station counters would be another
+//! [`LinkLayer`].
 
 use std::collections::HashMap;
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use meshemu_radiostats::{NodeCounters, RadioStats, Snapshot};
 
@@ -29,19 +35,78 @@ pub struct LinkActivity {
 /// A source of per-neighbour link-layer counters.
 pub trait LinkLayer {
     fn activity_since_last(&mut self) -> Result<LinkActivity, String>;
+    /// Drops the frames still queued for `neighbor`; how many.
+    fn flush(&mut self, neighbor: [u8; 6]) -> Result<u64, String>;
 }
 
-/// The medium's radio statistics page of this node.
+/// The medium's radio statistics page of this node, and its control socket
+/// when the daemon asks for flushes.
 pub struct RadioStatsLinks {
     stats: RadioStats,
     snapshot: Snapshot,
     /// (tx_failed, rx_frames, tx_acked) by peer at the last look.
     last: HashMap<[u8; 6], (u64, u64, u64)>,
+    control: Option<MediumControl>,
 }
 
 impl RadioStatsLinks {
-    pub fn new(stats: RadioStats) -> RadioStatsLinks {
-        RadioStatsLinks { stats, snapshot: Snapshot::default(), last: HashMap::new() }
+    pub fn new(stats: RadioStats, control: Option<MediumControl>) -> RadioStatsLinks {
+        RadioStatsLinks { stats, snapshot: Snapshot::default(), last: HashMap::new(), control }
+    }
+}
+
+/// The medium's control socket (emulator/README.md section 6), as the
+/// daemon of one node uses it.
+#[derive(Debug)]
+pub struct MediumControl {
+    socket: PathBuf,
+    node: String,
+}
+
+/// How long a request may wait for the medium's reply: it answers within
+/// its event loop, in microseconds when it keeps real time.
+const CONTROL_TIMEOUT: Duration = Duration::from_millis(200);
+
+impl MediumControl {
+    /// The socket of the lab whose radio statistics page is `page`: the
+    /// page is `run_dir/nodes/<node>/radio` (reached through a by-netns
+    /// link), the socket `run_dir/control.sock`.
+    pub fn of_page(page: &Path) -> Result<MediumControl, String> {
+        let real = page.canonicalize().map_err(|e| format!("{}: {e}", page.display()))?;
+        let node_dir = real.parent().ok_or_else(|| format!("{}: not in a node directory", real.display()))?;
+        let node = node_dir.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+        let run_dir = node_dir.parent().and_then(Path::parent);
+        let (Some(node), Some(run_dir)) = (node, run_dir) else {
+            return Err(format!("{}: not in a lab's run_dir/nodes/<node>/", real.display()));
+        };
+        let socket = run_dir.join("control.sock");
+        if !socket.exists() {
+            return Err(format!("{}: no control socket beside the page {}", socket.display(), real.display()));
+        }
+        Ok(MediumControl { socket, node })
+    }
+
+    /// The medium's `flush` request: this node's frames queued for `neighbor` are dropped.
+    pub fn flush(&self, neighbor: [u8; 6]) -> Result<u64, String> {
+        let to = neighbor.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+        let reply = self.request(&serde_json::json!({"op": "flush", "node": self.node, "to": to}))?;
+        reply["dropped"].as_u64().ok_or_else(|| format!("{}: reply without a count: {reply}", self.socket.display()))
+    }
+
+    fn request(&self, request: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let failed = |e: std::io::Error| format!("{}: {e}", self.socket.display());
+        let mut stream = UnixStream::connect(&self.socket).map_err(failed)?;
+        stream.set_read_timeout(Some(CONTROL_TIMEOUT)).map_err(failed)?;
+        stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(failed)?;
+        writeln!(stream, "{request}").map_err(failed)?;
+        let mut line = String::new();
+        BufReader::new(&stream).read_line(&mut line).map_err(failed)?;
+        let reply: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| format!("{}: reply {line:?}: {e}", self.socket.display()))?;
+        if reply["ok"] != true {
+            return Err(format!("{}: {}", self.socket.display(), reply["error"]));
+        }
+        Ok(reply)
     }
 }
 
@@ -64,6 +129,10 @@ impl LinkLayer for RadioStatsLinks {
             }
         }
         Ok(activity)
+    }
+
+    fn flush(&mut self, neighbor: [u8; 6]) -> Result<u64, String> {
+        self.control.as_ref().ok_or("no control socket of the medium to ask")?.flush(neighbor)
     }
 }
 
@@ -122,5 +191,32 @@ mod tests {
         let table = parse_arp(text, "wlan0");
         assert_eq!(table.len(), 1);
         assert_eq!(table[&[2, 0, 0, 0, 0, 2]], Ipv4Addr::new(10, 0, 0, 2));
+    }
+
+    #[test]
+    fn a_flush_names_the_node_and_neighbour_to_the_lab_of_the_page() {
+        let run_dir = std::env::temp_dir().join(format!("aodvd-flush-test-{}", std::process::id()));
+        let node_dir = run_dir.join("nodes").join("n3");
+        fs::create_dir_all(&node_dir).unwrap();
+        fs::write(node_dir.join("radio"), b"").unwrap();
+        let page = node_dir.join("radio");
+        assert!(MediumControl::of_page(&page).unwrap_err().contains("no control socket"));
+        let listener = std::os::unix::net::UnixListener::bind(run_dir.join("control.sock")).unwrap();
+        let medium = std::thread::spawn(move || {
+            let replies = [r#"{"ok": true, "dropped": 4}"#, r#"{"ok": false, "error": "no node has address 02:00:00:00:00:07"}"#];
+            replies.map(|reply| {
+                let (stream, _) = listener.accept().unwrap();
+                let mut request = String::new();
+                BufReader::new(&stream).read_line(&mut request).unwrap();
+                writeln!(&stream, "{reply}").unwrap();
+                serde_json::from_str::<serde_json::Value>(&request).unwrap()
+            })
+        });
+        let control = MediumControl::of_page(&page).unwrap();
+        assert_eq!(control.flush([2, 0, 0, 0, 0, 0x0a]), Ok(4));
+        assert!(control.flush([2, 0, 0, 0, 0, 7]).unwrap_err().contains("no node has address"));
+        let requests = medium.join().unwrap();
+        assert_eq!(requests[0], serde_json::json!({"op": "flush", "node": "n3", "to": "02:00:00:00:00:0a"}));
+        fs::remove_dir_all(&run_dir).unwrap();
     }
 }
