@@ -1,13 +1,14 @@
 //! The control socket (emulator/README.md section 6): requests, and the
 //! non-blocking line-oriented connections the event loop serves.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use meshemu_model::MacAddr;
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -101,15 +102,31 @@ pub fn error_reply(message: impl Into<String>) -> Value {
 const MAX_LINE: usize = 1 << 20;
 /// A subscriber's pending output beyond which further events are dropped.
 pub const SUBSCRIBER_BACKLOG: usize = 1 << 20;
+/// Replies a client has not read beyond which it is disconnected: one that
+/// sends requests and never reads would otherwise grow without bound.
+const MAX_UNREAD_REPLIES: usize = 16 << 20;
+/// Connections served at once; more are told so and closed (the runner, the
+/// CLI and daemons' flush requests need a handful).
+pub const MAX_CLIENTS: usize = 256;
+/// Requests read ahead of their answers (checked between reads of 8 KiB);
+/// the rest wait in the socket.
+const MAX_QUEUED_REQUESTS: usize = 1024;
 
 /// One client connection: input split into lines, output buffered while the
 /// peer does not read.
 pub struct Connection {
     stream: UnixStream,
     input: Vec<u8>,
+    /// Complete request lines not answered yet, oldest first.
+    requests: VecDeque<Vec<u8>>,
+    /// The peer sends nothing more; what it sent is still answered.
+    finished: bool,
+    /// Reading stopped at the read-ahead limit: more may wait in the socket,
+    /// and no new readiness event will say so.
+    unread: bool,
     output: Vec<u8>,
     pub subscription: Option<Subscription>,
-    /// The peer closed or broke the connection; drop it.
+    /// The connection broke or must end; drop it.
     pub closed: bool,
 }
 
@@ -129,23 +146,65 @@ pub fn peer_is_root(stream: &UnixStream) -> io::Result<bool> {
 impl Connection {
     pub fn new(stream: UnixStream) -> io::Result<Self> {
         stream.set_nonblocking(true)?;
-        Ok(Connection { stream, input: Vec::new(), output: Vec::new(), subscription: None, closed: false })
+        Ok(Connection {
+            stream,
+            input: Vec::new(),
+            requests: VecDeque::new(),
+            finished: false,
+            unread: false,
+            output: Vec::new(),
+            subscription: None,
+            closed: false,
+        })
     }
 
     pub fn stream(&self) -> &UnixStream {
         &self.stream
     }
 
-    /// Reads what is available and returns the complete lines received.
-    pub fn read_lines(&mut self) -> Vec<Vec<u8>> {
+    /// The oldest request not answered yet. Reads what the peer sent when
+    /// none is queued (at most [`MAX_QUEUED_REQUESTS`] lines are read ahead;
+    /// the rest waits in the socket, so a client that floods it is served
+    /// one request at a time while the lab runs).
+    pub fn next_request(&mut self) -> Option<Vec<u8>> {
+        if self.requests.is_empty() {
+            self.receive();
+        }
+        self.requests.pop_front()
+    }
+
+    /// Whether requests wait for an answer (queued, or left in the socket).
+    pub fn has_requests(&self) -> bool {
+        !self.requests.is_empty() || self.unread
+    }
+
+    /// Whether the connection is over: broken, or the peer finished and
+    /// everything it asked is answered and written.
+    pub fn is_over(&self) -> bool {
+        self.closed || (self.finished && self.requests.is_empty() && self.output.is_empty())
+    }
+
+    /// Reads what is available, up to the read-ahead limit, into complete lines.
+    pub fn receive(&mut self) {
+        if self.finished || self.closed || self.requests.len() >= MAX_QUEUED_REQUESTS {
+            return;
+        }
         let mut buf = [0u8; 8192];
+        self.unread = false;
         loop {
+            if self.requests.len() >= MAX_QUEUED_REQUESTS {
+                self.unread = true;
+                break;
+            }
             match self.stream.read(&mut buf) {
                 Ok(0) => {
-                    self.closed = true;
+                    self.finished = true;
                     break;
                 }
-                Ok(n) => self.input.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    self.input.extend_from_slice(&buf[..n]);
+                    self.split_lines();
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
@@ -154,24 +213,35 @@ impl Connection {
                 }
             }
         }
-        let mut lines = Vec::new();
-        while let Some(end) = self.input.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.input.drain(..=end).collect();
-            let line = line.trim_ascii();
-            if !line.is_empty() {
-                lines.push(line.to_vec());
-            }
-        }
         if self.input.len() > MAX_LINE {
             self.queue(&error_reply(format!("request line longer than {MAX_LINE} bytes")));
             self.input.clear();
-            self.closed = true;
+            self.requests.clear();
+            self.unread = false;
+            self.finished = true;
         }
-        lines
     }
 
-    /// Queues one JSON line.
+    fn split_lines(&mut self) {
+        let mut start = 0;
+        while let Some(end) = self.input[start..].iter().position(|&b| b == b'\n') {
+            let line = self.input[start..start + end].trim_ascii();
+            if !line.is_empty() {
+                self.requests.push_back(line.to_vec());
+            }
+            start += end + 1;
+        }
+        self.input.drain(..start);
+    }
+
+    /// Queues one JSON line; a client that leaves too much unread is
+    /// disconnected instead.
     pub fn queue(&mut self, value: &Value) {
+        if self.output.len() > MAX_UNREAD_REPLIES {
+            self.output.clear();
+            self.closed = true;
+            return;
+        }
         serde_json::to_writer(&mut self.output, value).expect("JSON values serialize");
         self.output.push(b'\n');
     }
@@ -305,11 +375,35 @@ mod tests {
         let (ours, mut theirs) = UnixStream::pair().unwrap();
         let mut c = Connection::new(ours).unwrap();
         theirs.write_all(b"{\"op\":\"status\"}\n\n  \n{\"op\":").unwrap();
-        assert_eq!(c.read_lines(), vec![b"{\"op\":\"status\"}".to_vec()]);
+        assert_eq!(c.next_request(), Some(b"{\"op\":\"status\"}".to_vec()));
+        assert_eq!(c.next_request(), None);
         theirs.write_all(b"\"links\"}\n").unwrap();
-        assert_eq!(c.read_lines(), vec![b"{\"op\":\"links\"}".to_vec()]);
+        assert_eq!(c.next_request(), Some(b"{\"op\":\"links\"}".to_vec()));
         drop(theirs);
-        assert!(c.read_lines().is_empty());
-        assert!(c.closed);
+        assert_eq!(c.next_request(), None);
+        assert!(c.is_over() && !c.closed);
+    }
+
+    #[test]
+    fn a_flood_is_read_ahead_only_so_far_and_answered_to_the_end() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let mut c = Connection::new(ours).unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut theirs = theirs;
+            for _ in 0..3000 {
+                theirs.write_all(b"{\"op\":\"status\"}\n").unwrap();
+            }
+        });
+        let mut answered = 0;
+        while answered < 3000 {
+            if c.next_request().is_some() {
+                answered += 1;
+                // The limit is checked between reads: one read (8 KiB, lines of 2 bytes at least) past it at most.
+                assert!(c.requests.len() < MAX_QUEUED_REQUESTS + 4096, "{}", c.requests.len());
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(c.next_request(), None);
+        assert!(c.is_over());
     }
 }

@@ -341,7 +341,9 @@ impl<T: Port> Driver<T> {
         let mut events = vec![EpollEvent::empty(); 64 + self.names.len()];
         loop {
             self.arm_timer()?;
-            let count = match self.epoll.wait(&mut events, EpollTimeout::NONE) {
+            // Clients with requests still queued are served on the next turn, after the model.
+            let wait = if self.clients.values().any(Connection::has_requests) { EpollTimeout::ZERO } else { EpollTimeout::NONE };
+            let count = match self.epoll.wait(&mut events, wait) {
                 Ok(count) => count,
                 Err(Errno::EINTR) => 0,
                 Err(e) => return Err(e).context("epoll_wait"),
@@ -371,6 +373,7 @@ impl<T: Port> Driver<T> {
                     token => self.read_port(token),
                 }
             }
+            self.serve_queued_requests();
             let now = self.now();
             self.advance(now);
             self.publish_stats(now);
@@ -562,16 +565,19 @@ impl<T: Port> Driver<T> {
                     return;
                 }
             };
-            match control::peer_is_root(&stream) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => {
-                    let mut refused = Connection::new(stream).ok();
-                    if let Some(c) = refused.as_mut() {
-                        c.queue(&error_reply("the control socket serves root only"));
-                        c.flush();
-                    }
-                    continue;
+            let refusal = match control::peer_is_root(&stream) {
+                Ok(true) if self.clients.len() >= control::MAX_CLIENTS => {
+                    Some(format!("{} control connections are open, the most served at once", control::MAX_CLIENTS))
                 }
+                Ok(true) => None,
+                Ok(false) | Err(_) => Some("the control socket serves root only".to_owned()),
+            };
+            if let Some(reason) = refusal {
+                if let Ok(mut refused) = Connection::new(stream) {
+                    refused.queue(&error_reply(reason));
+                    refused.flush();
+                }
+                continue;
             }
             let Ok(connection) = Connection::new(stream) else {
                 continue;
@@ -587,26 +593,33 @@ impl<T: Port> Driver<T> {
         }
     }
 
+    /// Answers one request of the client: one per turn of the loop, so that
+    /// a client sending many delays the lab's events by one answer at a time.
     fn serve_client(&mut self, id: u64) {
-        let Some(client) = self.clients.get_mut(&id) else {
+        let Some(line) = self.clients.get_mut(&id).and_then(Connection::next_request) else {
+            self.flush_client(id);
             return;
         };
-        let lines = client.read_lines();
-        for line in lines {
-            let reply = match control::parse_request(&line) {
-                Ok(request) => self.handle(id, request),
-                Err(message) => error_reply(message),
-            };
-            if let Some(client) = self.clients.get_mut(&id) {
-                client.queue(&reply);
-            }
+        let reply = match control::parse_request(&line) {
+            Ok(request) => self.handle(id, request),
+            Err(message) => error_reply(message),
+        };
+        if let Some(client) = self.clients.get_mut(&id) {
+            client.queue(&reply);
         }
         self.flush_client(id);
     }
 
+    fn serve_queued_requests(&mut self) {
+        let ids: Vec<u64> = self.clients.iter().filter(|(_, c)| c.has_requests()).map(|(&id, _)| id).collect();
+        for id in ids {
+            self.serve_client(id);
+        }
+    }
+
     fn flush_clients(&mut self) {
         let ids: Vec<u64> =
-            self.clients.iter().filter(|(_, c)| c.has_output() || c.closed).map(|(&id, _)| id).collect();
+            self.clients.iter().filter(|(_, c)| c.has_output() || c.is_over()).map(|(&id, _)| id).collect();
         for id in ids {
             self.flush_client(id);
         }
@@ -617,7 +630,7 @@ impl<T: Port> Driver<T> {
             return;
         };
         client.flush();
-        if client.closed {
+        if client.is_over() {
             let client = self.clients.remove(&id).expect("present");
             let _ = self.epoll.delete(client.stream());
             self.update_wanted();
