@@ -121,9 +121,10 @@ pub struct Connection {
     requests: VecDeque<Vec<u8>>,
     /// The peer sends nothing more; what it sent is still answered.
     finished: bool,
-    /// Reading stopped at the read-ahead limit: more may wait in the socket,
-    /// and no new readiness event will say so.
-    unread: bool,
+    /// The socket may hold input not read yet: a readiness event said so
+    /// (edge-triggered: it will not say so again), or reading stopped at
+    /// the read-ahead limit.
+    readable: bool,
     output: Vec<u8>,
     pub subscription: Option<Subscription>,
     /// The connection broke or must end; drop it.
@@ -151,7 +152,7 @@ impl Connection {
             input: Vec::new(),
             requests: VecDeque::new(),
             finished: false,
-            unread: false,
+            readable: true,
             output: Vec::new(),
             subscription: None,
             closed: false,
@@ -162,20 +163,23 @@ impl Connection {
         &self.stream
     }
 
-    /// The oldest request not answered yet. Reads what the peer sent when
-    /// none is queued (at most [`MAX_QUEUED_REQUESTS`] lines are read ahead;
-    /// the rest waits in the socket, so a client that floods it is served
-    /// one request at a time while the lab runs).
+    /// The oldest request not answered yet, after reading what the peer
+    /// sent (at most [`MAX_QUEUED_REQUESTS`] lines are read ahead; the rest
+    /// waits in the socket, so a client that floods it is served one
+    /// request at a time while the lab runs).
     pub fn next_request(&mut self) -> Option<Vec<u8>> {
-        if self.requests.is_empty() {
-            self.receive();
-        }
+        self.receive();
         self.requests.pop_front()
     }
 
-    /// Whether requests wait for an answer (queued, or left in the socket).
+    /// A readiness event came: there may be input to read.
+    pub fn mark_readable(&mut self) {
+        self.readable = true;
+    }
+
+    /// Whether requests wait for an answer (queued, or maybe in the socket).
     pub fn has_requests(&self) -> bool {
-        !self.requests.is_empty() || self.unread
+        !self.requests.is_empty() || (self.readable && !self.finished && !self.closed)
     }
 
     /// Whether the connection is over: broken, or the peer finished and
@@ -185,17 +189,12 @@ impl Connection {
     }
 
     /// Reads what is available, up to the read-ahead limit, into complete lines.
-    pub fn receive(&mut self) {
-        if self.finished || self.closed || self.requests.len() >= MAX_QUEUED_REQUESTS {
+    fn receive(&mut self) {
+        if !self.readable || self.finished || self.closed {
             return;
         }
         let mut buf = [0u8; 8192];
-        self.unread = false;
-        loop {
-            if self.requests.len() >= MAX_QUEUED_REQUESTS {
-                self.unread = true;
-                break;
-            }
+        while self.requests.len() < MAX_QUEUED_REQUESTS {
             match self.stream.read(&mut buf) {
                 Ok(0) => {
                     self.finished = true;
@@ -205,7 +204,10 @@ impl Connection {
                     self.input.extend_from_slice(&buf[..n]);
                     self.split_lines();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.readable = false;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
                     self.closed = true;
@@ -217,7 +219,6 @@ impl Connection {
             self.queue(&error_reply(format!("request line longer than {MAX_LINE} bytes")));
             self.input.clear();
             self.requests.clear();
-            self.unread = false;
             self.finished = true;
         }
     }
@@ -378,8 +379,11 @@ mod tests {
         assert_eq!(c.next_request(), Some(b"{\"op\":\"status\"}".to_vec()));
         assert_eq!(c.next_request(), None);
         theirs.write_all(b"\"links\"}\n").unwrap();
+        assert_eq!(c.next_request(), None, "nothing is read without a readiness event");
+        c.mark_readable();
         assert_eq!(c.next_request(), Some(b"{\"op\":\"links\"}".to_vec()));
         drop(theirs);
+        c.mark_readable();
         assert_eq!(c.next_request(), None);
         assert!(c.is_over() && !c.closed);
     }
@@ -396,6 +400,9 @@ mod tests {
         });
         let mut answered = 0;
         while answered < 3000 {
+            if !c.has_requests() {
+                c.mark_readable(); // as a readiness event does
+            }
             if c.next_request().is_some() {
                 answered += 1;
                 // The limit is checked between reads: one read (8 KiB, lines of 2 bytes at least) past it at most.
@@ -403,6 +410,7 @@ mod tests {
             }
         }
         writer.join().unwrap();
+        c.mark_readable();
         assert_eq!(c.next_request(), None);
         assert!(c.is_over());
     }

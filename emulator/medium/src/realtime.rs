@@ -369,7 +369,13 @@ impl<T: Port> Driver<T> {
                         }
                     }
                     TOKEN_LISTENER => self.accept_clients(),
-                    token if token >= TOKEN_CLIENT_BASE => self.serve_client(token - TOKEN_CLIENT_BASE),
+                    token if token >= TOKEN_CLIENT_BASE => {
+                        let id = token - TOKEN_CLIENT_BASE;
+                        if let Some(client) = self.clients.get_mut(&id) {
+                            client.mark_readable();
+                        }
+                        self.serve_client(id);
+                    }
                     token => self.read_port(token),
                 }
             }
