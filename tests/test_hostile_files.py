@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from meshemu import limits
+from meshemu.bench.validate import alias_bomb
 from meshemu.errors import ConfigError
 from meshemu.experiment.plan import plan_experiment
 from meshemu.ns2trace import load_trace
@@ -43,15 +44,6 @@ def refused(load, *args):
         load(*args)
     assert time.perf_counter() - started < BOUND_S
     return caught.value.problems
-
-
-def alias_bomb(per_level: int = 9, levels: int = 7) -> str:
-    """Each level a list of `per_level` aliases of the one before: 2 KB of
-    text that expands to per_level ** levels values."""
-    lines = [f"l0: &l0 [{', '.join(['x'] * per_level)}]"]
-    for level in range(1, levels + 1):
-        lines.append(f"l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * per_level)}]")
-    return "\n".join(lines) + "\n"
 
 
 # --- YAML structure ----------------------------------------------------------------------
