@@ -1,6 +1,7 @@
 """Experiments in real labs (root): a 2-hop TCP and UDP run end to end,
-Ctrl-C in the middle of a sweep then --resume, and the fidelity of the
-real-time path against the sim driver (issue 3, item 3)."""
+Ctrl-C in the middle of a sweep then --resume, SIGKILL of the runner then
+`meshemu cleanup` and --resume, and the fidelity of the real-time path
+against the sim driver (issue 3, item 3)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from conftest import REPO, ctrl_c_reaches, namespaces
 from meshemu.experiment import metrics
+from meshemu import leftovers
 from meshemu.experiment.results import read_records
 from meshemu.state import RUN_ROOT, lab_names
 
@@ -170,6 +172,71 @@ sweep:
     again = meshemu("run", str(experiment), "--out", str(out))
     assert again.returncode == 1 and "--resume" in again.stderr
 
+
+
+KILLED = """\
+description: AODV on a 3-node chain, a UDP flow through it
+topology:
+  generate: {kind: chain, n: 3, spacing: 200m}
+  routing: aodv
+duration: 6s
+seed: 1
+traffic:
+  - {kind: udp, name: udp, src: n0, dst: n2, rate: 200kbps, packet: 1000B}
+measure: {drain: 0s}
+"""
+
+
+def lab_dirs() -> set[str]:
+    return {entry.name for entry in RUN_ROOT.iterdir()} if RUN_ROOT.is_dir() else set()
+
+
+def medium_and_daemons_up(run_dir: Path) -> bool:
+    try:
+        state = json.loads((run_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    roles = [record.get("role") for record in state.get("processes", [])]
+    return "medium" in roles and roles.count("node") >= 3  # aodvd in each of the three nodes
+
+
+@pytest.mark.parametrize("moment", ["bring-up", "traffic"])
+def test_sigkill_of_the_runner_then_cleanup_leaves_the_host_as_it_was(write, tmp_path, moment):
+    """kill -9 of `meshemu run` leaves its medium, daemons and traffic
+    running; `meshemu cleanup` removes them all, and --resume runs the
+    killed run again into one complete record (issue 19, item 6)."""
+    experiment = write("killed.yaml", KILLED)
+    out = tmp_path / "results"
+    before = leftovers.snapshot()
+    runner = subprocess.Popen([sys.executable, "-m", "meshemu", "run", str(experiment), "--out", str(out)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        started: set[str] = set()
+        while not started and time.monotonic() < deadline and runner.poll() is None:
+            started = lab_dirs() - {"by-netns"}
+            time.sleep(0.01)
+        assert started, "the runner never started its lab"
+        if moment == "traffic":
+            [name] = started
+            while not medium_and_daemons_up(RUN_ROOT / name) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(2.0)
+        runner.kill()
+        runner.wait(timeout=10)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    cleanup = meshemu("cleanup")
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert leftovers.differences(before, leftovers.snapshot()) == {}
+    assert read_records(out / "runs.jsonl") == []
+    resumed = meshemu("run", str(experiment), "--out", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    [record] = read_records(out / "runs.jsonl")
+    assert record["metrics"]["flows"][0]["packets_received"] > 0, record["metrics"]["flows"][0]
+    assert leftovers.differences(before, leftovers.snapshot()) == {}
 
 FIDELITY = """\
 description: iperf3 UDP saturation across chain7 vs the sim driver
