@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -228,6 +229,27 @@ def test_a_failed_bring_up_leaves_nothing(write):
     assert "Traceback" not in result.stderr
     assert leftovers("tfail") == []
 
+
+
+def test_a_lab_of_more_nodes_than_the_open_file_limit_comes_up(write):
+    """The medium holds a descriptor per node: a lab of 100 nodes started
+    with a soft open-file limit of 64 (Debian's default of 1024 is as short
+    for 1000 nodes) raises its own limit and comes up."""
+    file = write("t.yaml", "name: tfiles\ngenerate: {kind: grid, rows: 10, cols: 10, spacing: 200m}\n")
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    up = subprocess.run([sys.executable, "-m", "meshemu", "up", str(file)], capture_output=True, text=True,
+                        timeout=120, preexec_fn=low_limit)
+    try:
+        assert up.returncode == 0, up.stderr
+        lab = Lab.attach("tfiles")
+        assert lab["n0"].run(["ping", "-c", "1", "-W", "5", "n99"]).returncode == 0
+    finally:
+        meshemu("down", "tfiles")
+        meshemu("cleanup", "tfiles")
+    assert leftovers("tfiles") == []
 
 def test_kill_9_everything_then_cleanup():
     name = "tkill"

@@ -155,7 +155,23 @@ fn sim(path: &Path) -> anyhow::Result<()> {
 fn tap(path: &Path) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let lab = LabConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
+    raise_open_file_limit(lab.nodes.len())?;
     meshemu_medium::tap::run(lab)
+}
+
+/// A lab holds a descriptor per node and one per control client: more than
+/// Debian's default soft limit of 1024 for 1000 nodes, or for 800 with as
+/// many clients as the medium serves. As root it may raise the hard limit too.
+fn raise_open_file_limit(nodes: usize) -> anyhow::Result<()> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let needed = (nodes + meshemu_medium::control::MAX_CLIENTS + 64) as u64;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).context("reading the open-file limit")?;
+    if soft >= needed {
+        return Ok(());
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, needed, hard.max(needed)).with_context(|| {
+        format!("a lab of {nodes} nodes needs {needed} open files, the limit is {soft} (hard {hard}) and cannot be raised")
+    })
 }
 
 fn hwsim(path: &Path, options: meshemu_medium::hwsim::Options) -> anyhow::Result<()> {
@@ -164,6 +180,7 @@ fn hwsim(path: &Path, options: meshemu_medium::hwsim::Options) -> anyhow::Result
     if options.ssid.is_empty() || options.ssid.len() > 32 {
         anyhow::bail!("--ssid: {:?} is not 1 to 32 bytes long", options.ssid);
     }
+    raise_open_file_limit(lab.nodes.len())?;
     meshemu_medium::hwsim::run(lab, options)
 }
 
