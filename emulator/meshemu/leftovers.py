@@ -25,6 +25,8 @@ SYSCTL_DIRS = ["/proc/sys/net/ipv4/conf/all", "/proc/sys/net/ipv4/conf/default",
 SYSCTL_FILES = ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/ip_default_ttl"]
 # Chain policies carry packet and byte counters, which the host's own traffic moves.
 COUNTERS = re.compile(r"\[\d+:\d+\]")
+# Addresses and routes from DHCP or router advertisements count their lifetimes down.
+LIFETIMES = re.compile(r"(valid_lft|preferred_lft|expires) \d+sec")
 
 
 def snapshot() -> dict[str, object]:
@@ -42,9 +44,9 @@ def host() -> dict[str, object]:
     even while it runs."""
     return {
         "links": _output("ip", "-o", "link", "show"),
-        "addresses": _output("ip", "-o", "address", "show"),
-        "routes": _output("ip", "route", "show", "table", "all"),
-        "routes6": _output("ip", "-6", "route", "show", "table", "all"),
+        "addresses": LIFETIMES.sub(r"\1", _output("ip", "-o", "address", "show")),
+        "routes": LIFETIMES.sub(r"\1", _output("ip", "route", "show", "table", "all")),
+        "routes6": LIFETIMES.sub(r"\1", _output("ip", "-6", "route", "show", "table", "all")),
         "rules": _output("ip", "rule", "show"),
         "rules6": _output("ip", "-6", "rule", "show"),
         "iptables": _rules("iptables-save"),
