@@ -7,6 +7,7 @@ removed when it comes back; Ctrl-C on the head stops the remote lab."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -294,3 +295,24 @@ def test_a_host_with_another_meshemu_is_refused_naming_both_versions():
     assert refusal(Needs(software_version(), frozenset(), labs=False)) is None
     missing = refusal(Needs(software_version(), frozenset({"no-such-program-here"}), labs=False))
     assert missing is not None and "no-such-program-here" in missing
+
+
+def test_report_groups_by_host_when_asked(tmp_path):
+    directory = tmp_path / "results"
+    directory.mkdir()
+    records = [{"run_id": f"{n}-{seed}", "experiment": "e", "driver": "lab", "host": f"w{seed % 2 + 1}",
+                "params": {"topology.generate.n": n}, "seed": seed,
+                "metrics": {"flows": [{"name": "f", "hops": n - 1, "goodput_bps": 100_000 * n + 1000 * seed}]}}
+               for n in (2, 3) for seed in (1, 2, 3, 4)]
+    (directory / "runs.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    result = meshemu("report", str(directory), "--group", "host", "--metric", "goodput_bps")
+    assert result.returncode == 0, result.stderr
+    summary = (directory / "report" / "summary.csv").read_text().splitlines()
+    assert summary[0].startswith("n,host,metric,runs,mean")
+    # w1 ran seeds 2 and 4, w2 seeds 1 and 3.
+    means = {tuple(line.split(",")[:2]): float(line.split(",")[4]) for line in summary[1:]}
+    assert means == {("2", "w1"): 203_000, ("2", "w2"): 202_000, ("3", "w1"): 303_000, ("3", "w2"): 302_000}
+    # Without asking, runs of every host are one group.
+    plain = meshemu("report", str(directory), "--metric", "goodput_bps")
+    assert plain.returncode == 0, plain.stderr
+    assert (directory / "report" / "summary.csv").read_text().splitlines()[0].startswith("n,metric,runs")
