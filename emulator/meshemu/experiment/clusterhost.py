@@ -29,7 +29,6 @@ import signal
 import tarfile
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
