@@ -583,21 +583,27 @@ def _vm_run(command: list[str], memory: str, cpus: int | None, writable: list[st
 
 def _scheduler(args: argparse.Namespace) -> int:
     clusterhost.require_dask()
-    clusterhost.serve_scheduler(args.listen, args.port, args.dashboard, args.secret, lambda line: err.print(escape(line)))
+    clusterhost.serve_scheduler(args.listen, args.port, args.dashboard, args.secret, _announce)
     return 0
 
 
 def _worker(args: argparse.Namespace) -> int:
     clusterhost.require_dask()
-    clusterhost.serve_worker(args.address, args.slots, args.name, args.secret, lambda line: err.print(escape(line)))
+    clusterhost.serve_worker(args.address, args.slots, args.name, args.secret, _announce)
     return 0
+
+
+def _announce(line: str) -> None:
+    err.print(escape(line))
 
 
 # --- experiments --------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
     plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, scale=args.scale, driver=args.driver)
-    if not args.dry_run and not args.cluster and not hwsim.in_vm() and any(run.topology.backend.get("vm") for run in plan.runs):
+    # On a cluster the workers check what the runs need (a topology asking for the VM is refused there).
+    asks_vm = any(run.topology.backend.get("vm") for run in plan.runs)
+    if asks_vm and not args.dry_run and not args.cluster and not hwsim.in_vm():
         out.print("The experiment's topology asks for the VM (backend.vm: true): running it there.")
         return _vm_run([sys.executable, "-m", "meshemu", *args.command_line], vm.DEFAULT_MEMORY, None, [])
     return _run_plan(plan, args)

@@ -138,8 +138,8 @@ class Cluster:
             before = self.started.get(message["run_id"])
             self.started[message["run_id"]] = (message["host"], time.monotonic())
         if before is not None and before[0] != message["host"]:
-            self.console.print(f"[yellow]↻ {escape(message['label'])}: lost {escape(before[0])}, running again on "
-                               f"{escape(message['host'])}[/yellow]")
+            self.console.print(f"[yellow]↻ {escape(message['label'])}: running again on {escape(message['host'])} "
+                               f"(it was on {escape(before[0])})[/yellow]")
 
     def where(self, run_id: str) -> tuple[str, float] | None:
         with self.lock:
@@ -160,7 +160,7 @@ class RemoteExecution:
     @property
     def phase(self) -> str:
         where = self.cluster.where(self.request.run.run_id)
-        return "waiting for a lab slot" if where is None else "running"
+        return "waiting for a lab slot" if where is None else f"on {where[0]}"
 
     def elapsed_s(self) -> float:
         where = self.cluster.where(self.request.run.run_id)

@@ -258,6 +258,7 @@ def worker_facts(needs: Needs, dask_worker: Any = None) -> dict[str, Any]:
 _RUNNING: set[threading.Event] = set()
 _RUNNING_LOCK = threading.Lock()
 
+
 @dataclass(frozen=True)
 class RemoteRun:
     run: Run
