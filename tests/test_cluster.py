@@ -3,7 +3,8 @@ and two workers of one lab slot each (with --jobs 1 one lab runs at a time,
 so no lab is late because of another). A small sweep gets the same records
 as a local run; a worker of another meshemu is refused; a worker killed
 mid-run loses nothing, its run runs again on the other worker and its lab is
-removed when it comes back; Ctrl-C on the head stops the remote lab."""
+removed when it comes back; a worker stopped with SIGTERM tears its lab down
+first; Ctrl-C on the head stops the remote lab."""
 
 from __future__ import annotations
 
@@ -248,6 +249,28 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_lab_goes_when_it_comes_ba
     assert len(records) == 3
     assert not (out / "failed.jsonl").exists()
     assert not list((out / "runs").glob("*.partial"))
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_worker_stopped_mid_run_tears_its_lab_down_and_the_run_runs_elsewhere(hosts, write, tmp_path):
+    experiment = write("longer.yaml", LONGER)
+    out = tmp_path / "results"
+    remote = start_head(head(hosts, experiment, out))
+    try:
+        lab, victim = running_lab(hosts)
+        time.sleep(1.0)
+        hosts.stop(victim)  # SIGTERM, as a host's shutdown
+        assert lab not in lab_names()
+        hosts.worker(victim)
+        _, stderr = remote.communicate(timeout=300)
+    finally:
+        if remote.poll() is None:
+            remote.kill()
+            remote.wait()
+    assert remote.returncode == 0, stderr
+    assert sorted(record["run_id"] for record in read_records(out / "runs.jsonl")) == planned_ids(experiment)
+    assert not (out / "failed.jsonl").exists()
 
 
 @pytest.mark.root
