@@ -177,7 +177,8 @@ class RemoteExecution:
                 self.cluster.refuse(result.address, result.refused)
                 continue
             shutil.rmtree(self.dir, ignore_errors=True)  # an earlier attempt's files
-            unpack(result.artefacts, self.dir)
+            if result.artefacts:  # none when the worker was lost
+                unpack(result.artefacts, self.dir)
             if result.outcome is not None:
                 return result.outcome
             assert result.error is not None
