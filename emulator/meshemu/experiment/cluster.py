@@ -177,8 +177,7 @@ class RemoteExecution:
                 self.cluster.refuse(result.address, result.refused)
                 continue
             shutil.rmtree(self.dir, ignore_errors=True)  # an earlier attempt's files
-            if result.artefacts:  # none when the worker was lost
-                unpack(result.artefacts, self.dir)
+            unpack(result.artefacts, self.dir)
             if result.outcome is not None:
                 return result.outcome
             assert result.error is not None
@@ -209,7 +208,8 @@ class RemoteExecution:
                     return self._attempt(avoid)
             return future.result()
         except KilledWorker:
-            return RemoteResult("the cluster", "", error=f"its worker was lost {WORKER_DEATHS} times while it ran")
+            # Dask ran it again after each loss already (clusterhost.WORKER_DEATHS): no more.
+            raise MeshemuError(f"its worker was lost {WORKER_DEATHS} times while it ran") from None
 
     def _workers(self, avoid: set[str]) -> set[str]:
         """The admitted workers, waiting for one when none is left."""
