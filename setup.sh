@@ -90,7 +90,7 @@ ensure_venv() {
     if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
         say "installing the meshemu Python package and its dependencies"
         "$venv/bin/pip" install --quiet --upgrade pip
-        "$venv/bin/pip" install --quiet -e ".[test]"
+        "$venv/bin/pip" install --quiet -e ".[test,cluster]"
         touch "$stamp"
     fi
     # The Python side finds the Rust programs next to its interpreter.

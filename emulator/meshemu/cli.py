@@ -6,6 +6,7 @@ import argparse
 import collections
 import json
 import os
+import socket
 import statistics
 import sys
 import time
@@ -20,6 +21,7 @@ from rich.table import Table
 
 from . import hwsim, medium, procs, simfile, units, vm
 from .errors import ConfigError, LabError, MeshemuError
+from .experiment import clusterhost
 from .experiment import plan as experiment_plan
 from .lab import Lab
 from .simfile import SimPlan, SimResult
@@ -132,6 +134,23 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("file", metavar="EXPERIMENT")
     _run_options(sub)
 
+    sub = command("scheduler", _scheduler, "start the scheduler of a cluster of hosts (Dask, mutual TLS): workers "
+                                            "join it, meshemu run --cluster sends it runs")
+    sub.add_argument("--listen", default="127.0.0.1", metavar="HOST",
+                     help="address to listen on (default: loopback; an address of this host for workers elsewhere)")
+    sub.add_argument("--port", type=_positive_int, default=clusterhost.PORT)
+    sub.add_argument("--dashboard", default=clusterhost.DASHBOARD, metavar="HOST:PORT",
+                     help="the scheduler's web dashboard (default %(default)s: reach it through ssh -L)")
+    _secret_option(sub)
+
+    sub = command("worker", _worker, "join a cluster and carry out its runs: meshemu worker tls://HEAD:8786")
+    sub.add_argument("address", metavar="ADDRESS", help="the scheduler's address, as `meshemu scheduler` prints it")
+    sub.add_argument("--slots", type=_positive_int, default=clusterhost.default_slots(),
+                     help="labs at once (default: one per two cores, %(default)s here)")
+    sub.add_argument("--name", default=socket.gethostname(),
+                     help="the worker's name, recorded as the host of its runs (default: the host name)")
+    _secret_option(sub)
+
     sub = command("vm", _vm, "run a command in a VM with Debian's stock kernel (mac80211_hwsim, every TCP "
                              "congestion control): meshemu vm -- meshemu run exp.yaml")
     vm.add_arguments(sub)
@@ -175,7 +194,16 @@ def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
     sub.add_argument("--scale", metavar="NAME",
                      help="apply the file's scales.NAME (e.g. full: the paper's whole design) before any --set")
     sub.add_argument("--out", metavar="DIR", help="results directory (default: results/<experiment name>)")
+    sub.add_argument("--cluster", metavar="ADDRESS",
+                     help="carry out the runs on the workers of this cluster (meshemu scheduler prints its address); "
+                          "--jobs then caps the runs at once (default: every lab slot)")
+    _secret_option(sub)
     sub.add_argument("--dry-run", action="store_true", help="list the runs and their ids; run nothing")
+
+
+def _secret_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--secret", type=Path, default=clusterhost.DEFAULT_SECRET, metavar="FILE",
+                     help="the cluster's secret (meshemu scheduler creates it; default %(default)s)")
 
 
 def _positive_int(text: str) -> int:
@@ -551,11 +579,31 @@ def _vm_run(command: list[str], memory: str, cpus: int | None, writable: list[st
     return vm.run(command, shared=[Path(d) for d in writable], memory=memory, cpus=cpus)
 
 
+# --- a cluster of hosts -------------------------------------------------------------------
+
+def _scheduler(args: argparse.Namespace) -> int:
+    clusterhost.require_dask()
+    clusterhost.serve_scheduler(args.listen, args.port, args.dashboard, args.secret, _announce)
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    clusterhost.require_dask()
+    clusterhost.serve_worker(args.address, args.slots, args.name, args.secret, _announce)
+    return 0
+
+
+def _announce(line: str) -> None:
+    err.print(escape(line))
+
+
 # --- experiments --------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
     plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, scale=args.scale, driver=args.driver)
-    if not args.dry_run and not hwsim.in_vm() and any(run.topology.backend.get("vm") for run in plan.runs):
+    # On a cluster the workers check what the runs need (a topology asking for the VM is refused there).
+    asks_vm = any(run.topology.backend.get("vm") for run in plan.runs)
+    if asks_vm and not args.dry_run and not args.cluster and not hwsim.in_vm():
         out.print("The experiment's topology asks for the VM (backend.vm: true): running it there.")
         return _vm_run([sys.executable, "-m", "meshemu", *args.command_line], vm.DEFAULT_MEMORY, None, [])
     return _run_plan(plan, args)
@@ -572,19 +620,27 @@ def _run_plan(plan: experiment_plan.Plan, args: argparse.Namespace) -> int:
             print(f"{run.run_id}  {run.label()}")
         return 0
     lab = args.driver == experiment_plan.LAB
-    if lab and os.geteuid() != 0:
+    if args.cluster:
+        clusterhost.require_dask()
+    elif lab and os.geteuid() != 0:
         raise LabError("experiments run in labs, which need root (network namespaces): run as root "
                        "(or --driver ns2 or sim)")
     if not args.resume and results.records():
         raise MeshemuError(f"{results.path} holds results already: --resume to add the missing runs (runs of "
                            "another driver have their own ids), or --out DIR for a new directory")
-    if args.jobs is None:
+    if args.jobs is None and not args.cluster:
         args.jobs = 1 if lab else cores()
-    if lab and args.jobs > max(1, cores() // 2):
+    if lab and not args.cluster and args.jobs > max(1, cores() // 2):
         err.print(f"[yellow]warning: --jobs {args.jobs} on {cores()} cores: labs run in real time and may fall "
                   "behind (runs are flagged behind_real_time)[/yellow]")
     err.print(f"{escape(plan.description or plan.name)}: {len(runs)} runs, results in {results.path}")
-    summary = Runner(plan, results, args.jobs, err).run(runs, args.resume)
+    if args.cluster:
+        from .experiment.cluster import Cluster, ClusterRunner
+
+        with Cluster(args.cluster, args.secret, err) as cluster:
+            summary = ClusterRunner(plan, results, args.jobs, err, cluster).run(runs, args.resume)
+    else:
+        summary = Runner(plan, results, args.jobs, err).run(runs, args.resume)
     not_recorded = summary.pending - len(summary.done) - len(summary.failed)
     parts = [f"{len(summary.done)} runs recorded"]
     if summary.skipped_recorded:

@@ -64,6 +64,11 @@ class Tools:
 
     @classmethod
     def find(cls, runs: list[Run]) -> "Tools":
+        return cls.locate(cls.needed(runs))
+
+    @staticmethod
+    def needed(runs: list[Run]) -> set[str]:
+        """The names of the programs the runs start."""
         needed = set()
         for run in runs:
             if run.driver == NS2:
@@ -82,6 +87,11 @@ class Tools:
                     needed.add("iperf3" if flow.options["tool"] == "iperf3" else "meshemu-udp")
                 elif flow.kind == "tfrc":
                     needed.add("tfrc")
+        return needed
+
+    @classmethod
+    def locate(cls, needed: set[str]) -> "Tools":
+        """The programs by name on this host; a clear error names those missing."""
         tools = cls()
         missing = []
         for name in sorted(needed):

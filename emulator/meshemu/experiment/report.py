@@ -9,7 +9,8 @@ value (e.g. per hop count), CDFs over runs, and a run's time series.
 When the directory holds runs of more than one driver (`meshemu run
 --driver`: lab, ns2, sim), `driver` is a parameter like a swept one: groups
 split by it, and `--compare driver` pairs the runs of every two drivers that
-share the swept values and the seed.
+share the swept values and the seed. `host`, the host a run ran on (`meshemu
+run --cluster`), is one when named: `--group host` splits the groups by host.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ MARKERS = ["o", "s", "^", "D", "v", "x", "+", "*"]
 HOPS = "hops"
 # The parameter that tells the drivers apart (it is no path of the file).
 DRIVER = "driver"
+# The host a run ran on (meshemu run --cluster): a parameter when asked for, e.g. --group host.
+HOST = "host"
 
 
 class Dataset:
@@ -58,7 +61,7 @@ class Dataset:
 
     def param(self, row: dict[str, Any], name: str) -> Any:
         path = self.params[name]
-        return row[DRIVER] if path is None else row.get(f"params.{path}")
+        return row.get(name) if path is None else row.get(f"params.{path}")
 
     def metric_columns(self, wanted: list[str] | None) -> list[str]:
         numeric = [key for key in self.rows[0] if key.startswith(("flows.", "medium.", "routing."))]
@@ -117,6 +120,8 @@ def report(directory: Path, console: Console, x: str | None = None, group: str |
     if not records:
         raise MeshemuError(f"no recorded runs in {results.runs_file}")
     data = Dataset(records)
+    if HOST in (x, group, compare) and HOST not in data.params:
+        data.params[HOST] = None
     for name in (x, group, compare):
         if name is not None and name not in data.params and name != HOPS:
             raise MeshemuError(f"no swept parameter {name!r} (parameters: "

@@ -7,7 +7,8 @@
 
 A record: run_id, experiment, driver (lab or ns2; records from before
 drivers have none and are lab runs), params, seed, config, software, started,
-duration_s, metrics, lateness, behind_real_time; ns-2 runs add `ns2`.
+duration_s, metrics, lateness, behind_real_time, host (where it ran: this
+host's name, or the cluster worker's); ns-2 runs add `ns2`.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def flatten_record(record: dict[str, Any]) -> dict[str, Any]:
     metrics with flows keyed by their name (`flows.f0.goodput_bps`) and the
     medium's totals (`medium.retry_drops`); per-node counters stay in the JSON."""
     row: dict[str, Any] = {"run_id": record["run_id"], "experiment": record.get("experiment"),
-                           "driver": record.get("driver", DEFAULT_DRIVER)}
+                           "driver": record.get("driver", DEFAULT_DRIVER), "host": record.get("host")}
     row.update(flatten(record.get("params", {}), "params"))
     row["seed"] = record.get("seed")
     row["behind_real_time"] = record.get("behind_real_time")

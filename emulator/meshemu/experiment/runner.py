@@ -16,6 +16,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -68,6 +69,25 @@ class Summary:
     behind_real_time: list[str] = field(default_factory=list)
 
 
+def execution_of(run: Run, artefacts: Path, tools: Tools, stop: threading.Event, *, lab_name: str, plan_name: str,
+                 ns2_version: dict[str, Any], sim_version: str | None) -> Execution | Ns2Execution | SimExecution:
+    """The run's driver: ns-2, the sim, or a lab of its own (here or on a
+    cluster's worker, experiment/cluster.py)."""
+    if run.driver == NS2:
+        return Ns2Execution(run, artefacts, tools[NS2_PROGRAM], ns2_version, stop,
+                            f"{plan_name}: run {run.run_id}, {run.label()}")
+    if run.driver == SIM:
+        return SimExecution(run, artefacts, tools[SIM_PROGRAM], sim_version, stop)
+    return Execution(run, lab_name, artefacts, tools, stop)
+
+
+def driver_versions(tools: Tools) -> tuple[dict[str, Any], str | None]:
+    """The versions of ns-2 and of the model among `tools`, for the records."""
+    ns2 = ns_version(tools[NS2_PROGRAM]) if NS2_PROGRAM in tools.paths else {}
+    sim = medium_version(tools[SIM_PROGRAM]) if SIM_PROGRAM in tools.paths else None
+    return ns2, sim
+
+
 class Runner:
     def __init__(self, plan: Plan, results: ResultsDir, jobs: int, console: Console):
         self.plan = plan
@@ -91,13 +111,14 @@ class Runner:
         return f"x{run.run_id[:10]}{self.tag}"
 
     def _execution(self, run: Run, artefacts: Path, tools: Tools) -> Execution | Ns2Execution | SimExecution:
-        """The run's driver: ns-2, the sim, or a lab of its own."""
-        if run.driver == NS2:
-            return Ns2Execution(run, artefacts, tools[NS2_PROGRAM], self.ns2_version, self.stop,
-                                f"{self.plan.name}: run {run.run_id}, {run.label()}")
-        if run.driver == SIM:
-            return SimExecution(run, artefacts, tools[SIM_PROGRAM], self.sim_version, self.stop)
-        return Execution(run, self.lab_name(run), artefacts, tools, self.stop)
+        return execution_of(run, artefacts, tools, self.stop, lab_name=self.lab_name(run), plan_name=self.plan.name,
+                            ns2_version=self.ns2_version, sim_version=self.sim_version)
+
+    def _prepare(self, pending: list[Run]) -> Tools:
+        """The programs the runs need, found on this host, and the drivers' versions."""
+        tools = Tools.find(pending)
+        self.ns2_version, self.sim_version = driver_versions(tools)
+        return tools
 
     # --- one run, in a worker thread ---
 
@@ -142,6 +163,7 @@ class Runner:
             "metrics": outcome.metrics,
             "lateness": outcome.lateness,
             "behind_real_time": outcome.behind_real_time,
+            "host": socket.gethostname(),  # a cluster's run names its worker's host in outcome.record
             **outcome.record,
         }
         final = self.results.artefacts(run_id)
@@ -167,11 +189,7 @@ class Runner:
         self.summary.pending = len(pending)
         if not pending:
             return self.summary
-        tools = Tools.find(pending)
-        if NS2_PROGRAM in tools.paths:
-            self.ns2_version = ns_version(tools[NS2_PROGRAM])
-        if SIM_PROGRAM in tools.paths:
-            self.sim_version = medium_version(tools[SIM_PROGRAM])
+        tools = self._prepare(pending)
         self.results.path.mkdir(parents=True, exist_ok=True)
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
