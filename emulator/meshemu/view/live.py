@@ -45,7 +45,7 @@ class LiveSource:
         while True:
             started = loop.time()
             try:
-                frame = self.maker.frame(await asyncio.to_thread(self._snapshot))
+                frame = self.maker.frame(await asyncio.to_thread(self.snapshot))
             except MeshemuError as exc:
                 frame = {"error": str(exc)}
             self.latest = frame
@@ -55,7 +55,7 @@ class LiveSource:
                 queue.put_nowait(frame)
             await asyncio.sleep(max(period - (loop.time() - started), 0.0))
 
-    def _snapshot(self) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         stats = self.lab.control("stats", peers=True)
         positions = self.lab.control("positions")
         links = self.lab.control("links")

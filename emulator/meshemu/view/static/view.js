@@ -20,7 +20,8 @@ const state = {
   history: [],           // per node: {t: [], series: [[] x 6]}
   nodeEls: [], linkEls: [], rowEls: [], sparks: [], visibleRows: new Set(),
   detailCharts: [],
-  perf: { draws: 0, drawMs: 0, maxMs: 0, frames: 0, fps: 0 },
+  // Draw times (ms) and animation-frame ticks, read by the benchmark (meshemu.bench.view).
+  perf: { draws: 0, drawMs: 0, maxMs: 0, samples: [], ticks: 0, fps: 0 },
 };
 window.meshemuView = state;  // read by the browser tests and the benchmark
 
@@ -70,12 +71,14 @@ function drawPending() {
   const ms = performance.now() - started;
   const perf = state.perf;
   perf.draws += 1; perf.drawMs += ms; perf.maxMs = Math.max(perf.maxMs, ms);
+  if (perf.samples.length < 10000) perf.samples.push(ms);
 }
 
 function countFrames() {
   let last = performance.now(), count = 0;
   const tick = (now) => {
     count += 1;
+    state.perf.ticks += 1;
     if (now - last >= 1000) {
       state.perf.fps = count * 1000 / (now - last);
       const p = state.perf;
