@@ -147,6 +147,7 @@ view_vendor="$here/emulator/meshemu/view/static/vendor"
 fetch_view_assets() {
     [ -f "$view_vendor/uplot-$uplot_version.stamp" ] && return
     if ! command -v npm >/dev/null 2>&1; then
+        [ "$(id -u)" -eq 0 ] || die "need root to install npm (Debian), which fetches the view's chart library"
         say "installing npm (Debian) to fetch the view's chart library"
         apt-get install -y -qq --no-install-recommends npm >/dev/null
     fi

@@ -20,7 +20,6 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import TOPOLOGIES
 from meshemu.lab import Lab
 
 pytestmark = pytest.mark.root
@@ -34,9 +33,20 @@ def meshemu(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
     return subprocess.run([sys.executable, "-m", "meshemu", *args], capture_output=True, text=True, timeout=timeout)
 
 
+# chain7 with AODV: its daemon's counters are on the page too.
+CHAIN_AODV = """\
+name: tview
+profile: ns2-wavelan
+routing: aodv
+generate: {kind: chain, n: 8, spacing: 200m}
+"""
+
+
 @pytest.fixture(scope="module")
-def lab():
-    up = meshemu("up", str(TOPOLOGIES / "chain7.yaml"), "--name", LAB)
+def lab(tmp_path_factory):
+    topology = tmp_path_factory.mktemp("view") / "chain-aodv.yaml"
+    topology.write_text(CHAIN_AODV)
+    up = meshemu("up", str(topology), "--name", LAB)
     assert up.returncode == 0, up.stderr
     try:
         yield Lab.attach(LAB)
@@ -151,6 +161,15 @@ def test_selecting_a_node_shows_its_ranges_and_neighbours(page):
     assert abs(radius / px_per_metre - 250) < 1  # ns2-wavelan's receive range
 
 
+def test_the_selected_node_shows_its_routing_daemons_counters(page, lab):
+    lab["n0"].run(["ping", "-c", "2", "-i", "0.2", "n3"], check=True, timeout=30)
+    page.find_element(By.CSS_SELECTOR, 'g.node[data-node="n0"] circle').click()
+    # aodvd rewrites its counters every second: n0 started a discovery for n3.
+    wait_for(page, lambda d: d.execute_script(
+        "const row = document.querySelector('#daemons table[data-daemon=aodvd] tr[data-key=discoveries_started]');"
+        "return row !== null && Number(row.cells[1].textContent) >= 1"))
+
+
 def test_a_move_from_the_cli_moves_the_node_and_removes_its_links(page, lab):
     before = screen_position(page, "n7")
     moved = meshemu("move", "n7", "1400", "600", "--lab", LAB)
@@ -189,6 +208,15 @@ def test_a_post_without_the_secret_or_from_another_origin_is_refused(view, lab):
     assert post(url, move, {"X-Meshemu-Token": token, "Origin": url.rstrip("/")}) == 200
     assert lab.positions()["n4"][:2] == [800.0, 300.0]
     lab.move("n4", 800, 0)
+
+
+def test_the_page_loads_nothing_from_elsewhere(page, view):
+    url, _ = view
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
+    resources = page.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+    assert any(name.endswith("/uPlot.iife.min.js") for name in resources)
+    assert all(name.startswith(url) for name in resources)
 
 
 def test_the_server_listens_on_loopback_only(view):

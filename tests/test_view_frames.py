@@ -1,7 +1,11 @@
-"""What `meshemu view` makes of the medium's answers (no lab): air rates,
-links and their windowed delivery ratio, and the radio ranges."""
+"""`meshemu view` without a lab: what it makes of the medium's answers (air
+rates, links and their windowed delivery ratio), the radio ranges, and its
+refusal of a lab that is not up."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 from meshemu.topology import load_topology
 from meshemu.view.frames import LINK_WINDOW_S, FrameMaker, Snapshot, retries
@@ -73,3 +77,10 @@ def test_the_ranges_of_ns2_wavelan_are_250_m_and_550_m():
     ranges = radio_ranges(load_topology(TOPOLOGIES / "chain7.yaml").lab_config("x", "/nonexistent"))
     assert len(ranges) == 8 and all(r == ranges[0] for r in ranges)
     assert abs(ranges[0]["rx_m"] - 250) < 0.1 and abs(ranges[0]["cs_m"] - 550) < 0.1
+
+
+def test_the_view_of_a_lab_that_is_not_up_is_a_clear_error():
+    result = subprocess.run([sys.executable, "-m", "meshemu", "view", "--lab", "nosuchlab"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.startswith("meshemu: lab 'nosuchlab' is not up") and "Traceback" not in result.stderr

@@ -4,9 +4,11 @@ second through its control socket, turned into frames for every page."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import Any
 
+from .. import queueing, routing
 from ..errors import MeshemuError
 from ..lab import Lab
 from .frames import FrameMaker, Snapshot
@@ -14,6 +16,9 @@ from .ranges import radio_ranges
 
 # Frames per second: the page must move at least twice a second.
 RATE_HZ = 4.0
+# The counters files the daemons of a node rewrite every second, in its
+# directory `run_dir/nodes/<node>/` (routing.py, queueing.py).
+DAEMON_COUNTERS = {"aodvd": routing.AODV_COUNTERS, "copasd": routing.COPAS_COUNTERS, "bpd": queueing.COUNTERS}
 
 
 class LiveSource:
@@ -69,3 +74,16 @@ class LiveSource:
             raise MeshemuError(f"position of {node} must be finite numbers, got {x!r}, {y!r}")
         self.lab.move(node, x, y)
         return self.lab.positions()[node]
+
+    def daemons(self, node: str) -> dict[str, Any]:
+        """The counters of the daemons that run in the node, as they last
+        wrote them: {program: counters}."""
+        if node not in self.lab.nodes:
+            raise MeshemuError(f"lab {self.lab.name!r} has no node {node!r}")
+        found = {}
+        for program, file_name in DAEMON_COUNTERS.items():
+            try:
+                found[program] = json.loads((self.lab.run_dir / "nodes" / node / file_name).read_text())
+            except (FileNotFoundError, ValueError):
+                continue
+        return found

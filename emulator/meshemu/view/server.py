@@ -53,9 +53,11 @@ class ViewServer:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
+        app.on_response_prepare.append(_security_headers)
         app.router.add_get("/", self._index)
         app.router.add_get("/api/meta", self._meta)
         app.router.add_get("/api/frames", self._frames)
+        app.router.add_get("/api/daemons", self._daemons)
         app.router.add_post("/api/move", self._move)
         app.router.add_static("/static/", str(STATIC), follow_symlinks=False)
         return app
@@ -90,10 +92,7 @@ class ViewServer:
                 raise web.HTTPForbidden(text=f"missing or wrong {TOKEN_HEADER}\n")
             if request.content_type != "application/json":
                 raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)\n")
-        response = await handler(request)
-        response.headers["Content-Security-Policy"] = "default-src 'self'; frame-ancestors 'none'"
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        return response
+        return await handler(request)
 
     async def _index(self, request: web.Request) -> web.Response:
         page = (STATIC / "index.html").read_text().replace("{{token}}", self.token)
@@ -112,11 +111,17 @@ class ViewServer:
                 await response.write(_event(self.source.latest))
             while True:
                 await response.write(_event(await queue.get()))
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the page went away
             pass
         finally:
             self.source.forget(queue)
         return response
+
+    async def _daemons(self, request: web.Request) -> web.Response:
+        try:
+            return web.json_response(self.source.daemons(request.query.get("node", "")))
+        except MeshemuError as exc:
+            raise web.HTTPNotFound(text=f"{exc}\n") from None
 
     async def _move(self, request: web.Request) -> web.Response:
         body = await _json_object(request)
@@ -128,6 +133,12 @@ class ViewServer:
         except MeshemuError as exc:
             raise web.HTTPBadRequest(text=f"{exc}\n") from None
         return web.json_response({"ok": True, "node": node, "position": position})
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """The page loads nothing from elsewhere and may not be framed."""
+    response.headers["Content-Security-Policy"] = "default-src 'self'; frame-ancestors 'none'"
+    response.headers["X-Content-Type-Options"] = "nosniff"
 
 
 async def _json_object(request: web.Request) -> dict[str, Any]:

@@ -7,6 +7,7 @@ const TOKEN = document.querySelector('meta[name="meshemu-token"]').content;
 const HISTORY = 120;        // samples kept per node (30 s at 4 frames/s)
 const PAD_PX = 30;          // map margin
 const LABELS_UP_TO = 64;    // node names on the map for labs up to this size
+const DAEMONS_EVERY_MS = 1000;  // the daemons rewrite their counters every second
 const AIR = { busy: 0, queue: 1, retries: 2, retryDrops: 3, queueDrops: 4, linkDrops: 5 };
 
 const state = {
@@ -54,6 +55,7 @@ async function start() {
   source.onerror = () => setStatus("disconnected from the server (retrying)", true);
   new ResizeObserver(() => { state.view = null; if (state.frame) draw(state.frame); }).observe($("map"));
   countFrames();
+  setInterval(refreshDaemons, DAEMONS_EVERY_MS);
 }
 
 function setStatus(text, error) {
@@ -250,8 +252,42 @@ function drawSelection(frame, positions) {
   updateDetailCharts();
 }
 
+// --- the daemons of the selected node (aodvd, copasd, bpd) ---
+
+async function refreshDaemons() {
+  if (state.selected === null) return;
+  const node = state.meta.nodes[state.selected].name;
+  const response = await fetch(`/api/daemons?node=${encodeURIComponent(node)}`);
+  if (!response.ok || state.selected === null || state.meta.nodes[state.selected].name !== node) return;
+  const daemons = await response.json();
+  const parts = [];
+  for (const [program, counters] of Object.entries(daemons)) {
+    const title = document.createElement("h3");
+    title.textContent = `${program} counters`;
+    const table = document.createElement("table");
+    table.dataset.daemon = program;
+    for (const [key, value] of flatten(counters, "")) {
+      const row = table.insertRow();
+      row.dataset.key = key;
+      row.insertCell().textContent = key;
+      row.insertCell().textContent = value;
+    }
+    parts.push(title, table);
+  }
+  $("daemons").replaceChildren(...parts);
+}
+
+function flatten(value, prefix) {
+  // Nested objects as dotted keys; a list by its length.
+  if (Array.isArray(value)) return [[prefix, `${value.length} entries`]];
+  if (value === null || typeof value !== "object") return [[prefix, String(value)]];
+  return Object.entries(value).flatMap(([k, v]) => flatten(v, prefix ? `${prefix}.${k}` : k));
+}
+
 function select(index) {
   state.selected = state.selected === index ? null : index;
+  $("daemons").replaceChildren();
+  refreshDaemons();
   state.rowEls.forEach((row, i) => row.classList.toggle("selected", i === state.selected));
   buildDetailCharts();
   if (state.frame) draw(state.frame);
