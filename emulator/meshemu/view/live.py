@@ -26,7 +26,7 @@ class LiveSource:
         self.lab = lab
         self.names = list(lab.nodes)
         self.maker = FrameMaker(self.names)
-        self.meta = {"lab": lab.name, "live": True,
+        self.meta = {"lab": lab.name,
                      "nodes": [{"name": node.name, "ip": node.ip} for node in lab],
                      "ranges": radio_ranges(lab.config)}
         self.latest: dict[str, Any] | None = None
