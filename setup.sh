@@ -39,6 +39,9 @@ debian_packages=(
     busybox-static
     kmod
     iw
+    # meshemu view's browser tests: Debian's chromium driven by selenium.
+    chromium
+    chromium-driver
 )
 
 # The VM mode boots Debian's stock kernel (linux-image-amd64) from a cache in
@@ -134,11 +137,40 @@ ensure_virtme_ng() {
     fi
 }
 
+# meshemu view's chart library: uPlot from the npm registry (npm pack),
+# checked against its published integrity and served from the package, so
+# the page fetches nothing at run time.
+uplot_version="1.6.32"
+uplot_integrity="sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw=="
+view_vendor="$here/emulator/meshemu/view/static/vendor"
+
+fetch_view_assets() {
+    [ -f "$view_vendor/uplot-$uplot_version.stamp" ] && return
+    if ! command -v npm >/dev/null 2>&1; then
+        [ "$(id -u)" -eq 0 ] || die "need root to install npm (Debian), which fetches the view's chart library"
+        say "installing npm (Debian) to fetch the view's chart library"
+        apt-get install -y -qq --no-install-recommends npm >/dev/null
+    fi
+    say "fetching uPlot $uplot_version for meshemu view"
+    local work digest
+    work=$(mktemp -d)
+    (cd "$work" && npm pack --silent "uplot@$uplot_version" >/dev/null)
+    digest="sha512-$(openssl dgst -sha512 -binary "$work/uplot-$uplot_version.tgz" | base64 -w0)"
+    [ "$digest" = "$uplot_integrity" ] || { rm -rf "$work"; die "uplot-$uplot_version.tgz: integrity $digest, expected $uplot_integrity"; }
+    tar -xzf "$work/uplot-$uplot_version.tgz" -C "$work"
+    mkdir -p "$view_vendor"
+    cp "$work/package/dist/uPlot.iife.min.js" "$work/package/dist/uPlot.min.css" "$view_vendor/"
+    cp "$work/package/LICENSE" "$view_vendor/uPlot.LICENSE"
+    rm -rf "$work"
+    touch "$view_vendor/uplot-$uplot_version.stamp"
+}
+
 install_all() {
     install_debian_packages
     ensure_rust
     build_rust
     ensure_venv
+    fetch_view_assets
     ensure_virtme_ng
     fetch_vm_kernel
 }

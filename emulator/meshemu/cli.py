@@ -112,6 +112,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--node", metavar="NODE", help="run tcpdump on the node's wlan0 instead (until Ctrl-C)")
     sub.add_argument("--lab", metavar="LAB")
 
+    sub = command("view", _view, "a live view of a lab in the browser: map, links, air statistics; "
+                                  "drag a node to move it (served on 127.0.0.1)")
+    sub.add_argument("--lab", metavar="LAB")
+    sub.add_argument("--port", type=_port, default=0, help="the port on 127.0.0.1 (default: a free one)")
+
     sub = command("cleanup", _cleanup, "remove everything recorded for a lab (or for every lab), "
                                         "also after a crash")
     sub.add_argument("lab", nargs="?", metavar="LAB")
@@ -386,6 +391,23 @@ def _move(args: argparse.Namespace) -> int:
     lab = Lab.attach(args.lab)
     lab.move(args.node, *coordinates)
     out.print(f"{args.node} is now at {_position_text(lab.positions()[args.node])}")
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}")
+    return port
+
+
+def _view(args: argparse.Namespace) -> int:
+    from .view import serve_lab  # aiohttp is imported only by this command
+
+    serve_lab(args.lab, args.port, lambda line: print(line, flush=True))
     return 0
 
 

@@ -1,0 +1,128 @@
+"""The cost of `meshemu view` on large labs (needs root, the TAP medium,
+Debian's chromium and chromium-driver, and selenium from the test extras).
+
+    python -m meshemu.bench.view [--seconds 30] [--runs 3] [--screenshots DIR]
+
+For grid13 (169 static nodes) and random100 with random-waypoint mobility
+(100 nodes moving at 1-20 m/s), each run brings the lab up, pings from
+the first node to the last (10 per second, 1000 bytes), starts `meshemu view`, opens the page in headless chromium and, after a warm-up,
+reads what the page measured of itself over --seconds: frames drawn, the
+time to draw one (JavaScript, from a frame's arrival to the SVG and
+sparklines updated), the browser's frame rate (requestAnimationFrame ticks
+per second) and the frames' size; and on the server side the time of one
+snapshot (the medium's stats, positions and links requests). Prints min /
+median / max over the runs. --screenshots: the page of each case's first
+run, with its middle node selected, as PNG in DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from ..lab import Lab
+from ..topology import load_topology
+from ..view.live import LiveSource
+
+TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+MOVING_100 = """\
+name: moving100
+profile: ns2-wavelan
+seed: 1
+routing: static
+area: {min: [0m, 0m], max: [1000m, 1000m]}
+generate: {kind: random, n: 100}
+mobility: {model: random_waypoint, speed: [1m/s, 20m/s], pause: 0s, steady_state: true}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m meshemu.bench.view", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--screenshots", type=Path, metavar="DIR")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        moving = Path(scratch) / "moving100.yaml"
+        moving.write_text(MOVING_100)
+        cases = [("grid13", "169 static nodes", TOPOLOGIES / "grid13.yaml"),
+                 ("moving100", "100 nodes, random waypoint 1-20 m/s", moving)]
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
+            options.add_argument(argument)
+        for name, title, topology in cases:
+            figures: dict[str, list[float]] = {}
+            for run in range(args.runs):
+                screenshot = args.screenshots / f"view-{name}.png" if args.screenshots and run == 0 else None
+                lab = Lab(load_topology(topology), "benchview")
+                with lab:
+                    nodes = list(lab)
+                    nodes[0].spawn(["ping", "-q", "-i", "0.1", "-s", "1000", nodes[-1].name])
+                    for key, value in _one_run(lab, options, args.seconds, screenshot).items():
+                        figures.setdefault(key, []).append(value)
+            print(f"{name} ({title}): min / median / max over {args.runs} runs of {args.seconds:.0f} s")
+            for key, values in figures.items():
+                print(f"  {key:34s} {min(values):9.2f} {statistics.median(values):9.2f} {max(values):9.2f}")
+    return 0
+
+
+def _one_run(lab: Lab, options: webdriver.ChromeOptions, seconds: float, screenshot: Path | None) -> dict[str, float]:
+    snapshot_ms = []
+    source = LiveSource(lab)
+    for _ in range(20):
+        started = time.perf_counter()
+        source.maker.frame(source.snapshot())
+        snapshot_ms.append((time.perf_counter() - started) * 1e3)
+    view = subprocess.Popen([sys.executable, "-m", "meshemu", "view", "--lab", lab.name], stdout=subprocess.PIPE,
+                            text=True)
+    driver = None
+    try:
+        ready, _, _ = select.select([view.stdout], [], [], 60)
+        match = re.search(r"http://127\.0\.0\.1:\d+/", view.stdout.readline() if ready else "")
+        if match is None:
+            raise SystemExit("meshemu view printed no address")
+        url = match.group()
+        with urllib.request.urlopen(url + "api/frames", timeout=10) as stream:
+            frame_bytes = len(next(line for line in stream if line.startswith(b"data: ")))
+        driver = webdriver.Chrome(options=options, service=Service(executable_path="/usr/bin/chromedriver"))
+        driver.get(url)
+        time.sleep(5)  # warm-up: the page builds its elements and sparklines
+        driver.execute_script("const p = window.meshemuView.perf; p.draws = 0; p.drawMs = 0; p.maxMs = 0; "
+                              "p.samples = []; p.ticks = 0; p.since = performance.now();")
+        time.sleep(seconds)
+        perf = driver.execute_script("const p = window.meshemuView.perf; return {draws: p.draws, samples: p.samples, "
+                                     "ticks: p.ticks, elapsed: performance.now() - p.since};")
+        if screenshot is not None:
+            middle = list(lab.nodes)[len(lab) // 2]
+            driver.find_element(By.CSS_SELECTOR, f'g.node[data-node="{middle}"] circle').click()
+            time.sleep(3)
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(screenshot))
+    finally:
+        if driver is not None:
+            driver.quit()
+        view.terminate()
+        view.wait(10)
+    return {"frames drawn per second": perf["draws"] / (perf["elapsed"] / 1e3),
+            "draw ms, median": statistics.median(perf["samples"]),
+            "draw ms, max": max(perf["samples"]),
+            "browser frame rate (fps)": perf["ticks"] / (perf["elapsed"] / 1e3),
+            "frame size (kB)": frame_bytes / 1e3,
+            "server snapshot ms, median": statistics.median(snapshot_ms)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""`meshemu view` in a real browser (Debian's chromium, headless, driven by
+selenium) on a chain lab (root)."""
+
+from __future__ import annotations
+
+import json
+import re
+import select
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from meshemu.lab import Lab
+
+pytestmark = pytest.mark.root
+
+LAB = "tview"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def meshemu(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "meshemu", *args], capture_output=True, text=True, timeout=timeout)
+
+
+# chain7 with AODV: its daemon's counters are on the page too.
+CHAIN_AODV = """\
+name: tview
+profile: ns2-wavelan
+routing: aodv
+generate: {kind: chain, n: 8, spacing: 200m}
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    topology = tmp_path_factory.mktemp("view") / "chain-aodv.yaml"
+    topology.write_text(CHAIN_AODV)
+    up = meshemu("up", str(topology), "--name", LAB)
+    assert up.returncode == 0, up.stderr
+    try:
+        yield Lab.attach(LAB)
+    finally:
+        down = meshemu("down", LAB)
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture(scope="module")
+def view(lab):
+    """`meshemu view` of the lab: (its URL, its PID)."""
+    process = subprocess.Popen([sys.executable, "-m", "meshemu", "view", "--lab", LAB], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, "meshemu view printed no address within 30 s"
+        line = process.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + process.stderr.read()
+        yield re.search(r"http://127\.0\.0\.1:\d+/", line).group(), process.pid
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.fail("chromium and chromium-driver are missing: run ./setup.sh")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(view, browser):
+    url, _ = view
+    browser.get(url)
+    wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame !== null"))
+    return browser
+
+
+def wait_for(driver, condition, timeout: float = 15):
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+
+
+def screen_position(driver, node: str) -> tuple[float, float]:
+    transform = driver.find_element(By.CSS_SELECTOR, f'g.node[data-node="{node}"]').get_attribute("transform")
+    x, y = transform.removeprefix("translate(").removesuffix(")").split(",")
+    return float(x), float(y)
+
+
+def link_pairs(driver) -> set[str]:
+    return set(driver.execute_script(
+        "return [...document.querySelectorAll('#links line')]"
+        ".filter(l => l.getAttribute('visibility') === 'visible').map(l => l.dataset.pair)"))
+
+
+def post(url: str, body: dict, headers: dict[str, str]) -> int:
+    request = urllib.request.Request(url + "api/move", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def token_of(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        page = response.read().decode()
+    return page.split('name="meshemu-token" content="')[1].split('"')[0]
+
+
+def test_the_page_shows_every_node_to_scale_and_the_chain_links(page):
+    names = [element.get_attribute("data-node") for element in page.find_elements(By.CSS_SELECTOR, "g.node")]
+    assert names == [f"n{i}" for i in range(8)]
+    wait_for(page, lambda d: link_pairs(d) == {f"n{i} n{i + 1}" for i in range(7)})
+    # n0 and n1 are 200 m apart: as many pixels as the scale bar gives 200 m.
+    scale = page.find_element(By.ID, "scale-text")
+    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    (x0, y0), (x1, y1) = screen_position(page, "n0"), screen_position(page, "n1")
+    assert abs((x1 - x0) - 200 * px_per_metre) < 0.5 and y0 == y1
+
+
+def test_counters_and_link_delivery_appear_after_traffic(page, lab):
+    lab["n0"].run(["ping", "-c", "5", "-i", "0.2", "n2"], check=True, timeout=30)
+    # n1 relays: its air was busy, and the n0-n1 link delivered every unicast frame.
+    wait_for(page, lambda d: d.execute_script(
+        "const s = window.meshemuView; return s.history[1].series[0].some(v => v > 0) && "
+        "s.frame.links.some(([a, b, ratio]) => a === 0 && b === 1 && ratio === 1)"))
+    assert len(page.find_elements(By.CSS_SELECTOR, '#air-table tr[data-node="n1"] .uplot')) == 4
+
+
+def test_selecting_a_node_shows_its_ranges_and_neighbours(page):
+    page.find_element(By.CSS_SELECTOR, 'g.node[data-node="n3"] circle').click()
+    wait_for(page, lambda d: d.find_element(By.ID, "detail").is_displayed())
+    # The panel is redrawn with every frame: read it in one go.
+    neighbours, cs_only, radius = page.execute_script(
+        "return [[...document.querySelectorAll('#neighbours tr[data-node]')].map(r => r.dataset.node),"
+        " document.getElementById('cs-only').textContent,"
+        " Number(document.querySelector('#ranges circle.rx').getAttribute('r'))]")
+    assert set(neighbours) == {"n2", "n4"}
+    assert cs_only == "in carrier-sense range only: n1, n5"
+    scale = page.find_element(By.ID, "scale-text")
+    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    assert abs(radius / px_per_metre - 250) < 1  # ns2-wavelan's receive range
+
+
+def test_the_selected_node_shows_its_routing_daemons_counters(page, lab):
+    lab["n0"].run(["ping", "-c", "2", "-i", "0.2", "n3"], check=True, timeout=30)
+    page.find_element(By.CSS_SELECTOR, 'g.node[data-node="n0"] circle').click()
+    # aodvd rewrites its counters every second: n0 started a discovery for n3.
+    wait_for(page, lambda d: d.execute_script(
+        "const row = document.querySelector('#daemons table[data-daemon=aodvd] tr[data-key=discoveries_started]');"
+        "return row !== null && Number(row.cells[1].textContent) >= 1"))
+
+
+def test_a_move_from_the_cli_moves_the_node_and_removes_its_links(page, lab):
+    before = screen_position(page, "n7")
+    moved = meshemu("move", "n7", "1400", "600", "--lab", LAB)
+    assert moved.returncode == 0, moved.stderr
+    wait_for(page, lambda d: screen_position(d, "n7")[1] < before[1] - 10)
+    wait_for(page, lambda d: not any("n7" in pair.split() for pair in link_pairs(d)))
+    assert not any(link["in_rx_range"] for link in lab.links()["links"] if 7 in (link["a"], link["b"]))
+    lab.move("n7", 1400, 0)
+    wait_for(page, lambda d: "n6 n7" in link_pairs(d))
+
+
+def test_dragging_a_node_moves_it_in_the_lab(page, lab):
+    x, y = screen_position(page, "n5")
+    scale = page.find_element(By.ID, "scale-text")
+    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    circle = page.find_element(By.CSS_SELECTOR, 'g.node[data-node="n5"] circle')
+    ActionChains(page).click_and_hold(circle).move_by_offset(0, -40).move_by_offset(0, -40).release().perform()
+    expected_y = 80 / px_per_metre
+    deadline = time.monotonic() + 10
+    while abs(lab.positions()["n5"][1] - expected_y) > 2 / px_per_metre and time.monotonic() < deadline:
+        time.sleep(0.1)
+    position = lab.positions()["n5"]
+    assert abs(position[1] - expected_y) <= 2 / px_per_metre and abs(position[0] - 1000) <= 2 / px_per_metre
+    lab.move("n5", 1000, 0)
+
+
+def test_a_post_without_the_secret_or_from_another_origin_is_refused(view, lab):
+    url, _ = view
+    token = token_of(url)
+    move = {"node": "n4", "x": 800, "y": 300}
+    assert post(url, move, {}) == 403
+    assert post(url, move, {"X-Meshemu-Token": token[:-1] + ("A" if token[-1] != "A" else "B")}) == 403
+    assert post(url, move, {"X-Meshemu-Token": token, "Origin": "http://evil.example"}) == 403
+    assert post(url, move, {"X-Meshemu-Token": token, "Host": "evil.example"}) == 403
+    assert lab.positions()["n4"][:2] == [800.0, 0.0]
+    assert post(url, move, {"X-Meshemu-Token": token, "Origin": url.rstrip("/")}) == 200
+    assert lab.positions()["n4"][:2] == [800.0, 300.0]
+    lab.move("n4", 800, 0)
+
+
+def test_the_page_loads_nothing_from_elsewhere(page, view):
+    url, _ = view
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
+    resources = page.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+    assert any(name.endswith("/uPlot.iife.min.js") for name in resources)
+    assert all(name.startswith(url) for name in resources)
+
+
+def test_the_server_listens_on_loopback_only(view):
+    url, pid = view
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    inodes = {Path(f"/proc/{pid}/fd/{fd}").readlink().name.strip("socket:[]")
+              for fd in (p.name for p in Path(f"/proc/{pid}/fd").iterdir())
+              if Path(f"/proc/{pid}/fd/{fd}").readlink().name.startswith("socket:")}
+    listening = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN, a socket of the view
+                listening.append(fields[1])
+    assert listening == [f"0100007F:{port:04X}"]  # 127.0.0.1:PORT and nothing else
