@@ -137,7 +137,7 @@ ensure_virtme_ng() {
     fi
 }
 
-# meshemu view's chart library: uPlot from the npm registry (npm pack),
+# meshemu view's chart library: uPlot's package from the npm registry,
 # checked against its published integrity and served from the package, so
 # the page fetches nothing at run time.
 uplot_version="1.6.32"
@@ -146,18 +146,14 @@ view_vendor="$here/emulator/meshemu/view/static/vendor"
 
 fetch_view_assets() {
     [ -f "$view_vendor/uplot-$uplot_version.stamp" ] && return
-    if ! command -v npm >/dev/null 2>&1; then
-        [ "$(id -u)" -eq 0 ] || die "need root to install npm (Debian), which fetches the view's chart library"
-        say "installing npm (Debian) to fetch the view's chart library"
-        apt-get install -y -qq --no-install-recommends npm >/dev/null
-    fi
     say "fetching uPlot $uplot_version for meshemu view"
     local work digest
     work=$(mktemp -d)
-    (cd "$work" && npm pack --silent "uplot@$uplot_version" >/dev/null)
-    digest="sha512-$(openssl dgst -sha512 -binary "$work/uplot-$uplot_version.tgz" | base64 -w0)"
+    curl -fsS -o "$work/uplot.tgz" "https://registry.npmjs.org/uplot/-/uplot-$uplot_version.tgz" \
+        || { rm -rf "$work"; die "could not fetch uplot-$uplot_version.tgz from registry.npmjs.org"; }
+    digest="sha512-$(python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$work/uplot.tgz")"
     [ "$digest" = "$uplot_integrity" ] || { rm -rf "$work"; die "uplot-$uplot_version.tgz: integrity $digest, expected $uplot_integrity"; }
-    tar -xzf "$work/uplot-$uplot_version.tgz" -C "$work"
+    tar -xzf "$work/uplot.tgz" -C "$work"
     mkdir -p "$view_vendor"
     cp "$work/package/dist/uPlot.iife.min.js" "$work/package/dist/uPlot.min.css" "$view_vendor/"
     cp "$work/package/LICENSE" "$view_vendor/uPlot.LICENSE"
