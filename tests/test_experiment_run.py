@@ -109,14 +109,20 @@ measure: {capture: true, sim_reference: true, drain: 2s}
     assert 0 < total["busy_fraction"] < 1 and total["backoffs_per_s"] > 0
     assert record["metrics"]["routing"] == {"control_bytes": 0, "control_packets": 0, "normalized_overhead": 0.0}
     assert record["lateness"]["count"] > 0 and isinstance(record["behind_real_time"], bool)
+    # The runner's own CPU: bringing a lab up takes some (Python, `ip netns exec` helpers); a 12 s run
+    # takes less than its length (a fraction of one core).
+    cpu = record["runner_cpu_s"]
+    assert set(cpu) == {"bring_up", "run"} and cpu["bring_up"] > 0 and 0 <= cpu["run"] < 12, cpu
     artefacts = out / "runs" / record["run_id"]
     for name in ("tcp.tcpinfo.jsonl", "tcp.events.jsonl", "udp.recv.jsonl", "udp.send.json", "stats.jsonl",
                  "sim.json", "processes.json"):
         assert (artefacts / name).stat().st_size > 0, name
     csv_lines = (out / "runs.csv").read_text().splitlines()
     assert len(csv_lines) == 2 and "flows.tcp.goodput_bps" in csv_lines[0]
+    assert "runner_cpu_s.bring_up" in csv_lines[0] and "runner_cpu_s.run" in csv_lines[0]
     report = meshemu("report", str(out), "--trace", record["run_id"])
     assert report.returncode == 0, report.stderr
+    assert f"runner CPU per run, median over 1 runs: bring-up {cpu['bring_up']:.2f} s" in report.stdout
     assert (out / "report" / "tcp-goodput_bps_vs_hops.svg").is_file()
     assert (out / "report" / f"trace_{record['run_id']}_tcp_seq.png").is_file()
 

@@ -219,6 +219,28 @@ def test_context_manager_removes_everything(tmp_path):
     assert leftovers("tctx") == []
 
 
+def test_a_large_grid_comes_up_with_every_node_reaching_every_other(write):
+    """Static routing promises that every node reaches every other along a
+    minimum-hop path. A 15 x 20 grid (300 nodes) gets prefix routes, not one
+    per destination: probe every node from the two corners and the centre
+    (one ping each, 20 a second, up to three tries: a busy 2 Mbit/s medium
+    loses some), and check the hop count of the longest path."""
+    file = write("g.yaml", "name: tgrid\nrouting: static\ngenerate: {kind: grid, rows: 15, cols: 20, spacing: 200m}\n")
+    with Lab.from_file(file) as lab:
+        assert len(lab) == 300
+        for source in ("n0", "n299", "n150"):
+            ping = "ping -c 1 -W 10 n$i >/dev/null 2>&1"
+            script = f"for i in $(seq 0 299); do ({ping} || {ping} || {ping} || echo n$i) & sleep 0.05; done; wait"
+            unreached = lab[source].run(["sh", "-c", script], timeout=120, check=True).stdout.split()
+            assert unreached == [], f"{source} does not reach {unreached}"
+        # n0 to n299 is 14 + 19 hops on the grid: the reply's TTL is 64 less the 32 nodes that forwarded it.
+        reply = lab["n0"].run(["ping", "-c", "1", "-W", "10", "n299"], timeout=30, check=True).stdout
+        assert "ttl=32 " in reply, reply
+        routes = lab["n150"].run(["ip", "-4", "route", "show"], timeout=10, check=True).stdout.splitlines()
+        assert 1 < len(routes) < 150, routes  # far fewer than a host route to each of 300 nodes
+    assert leftovers("tgrid") == []
+
+
 def test_a_failed_bring_up_leaves_nothing(write):
     """The medium refuses the configuration (a TDMA slot too short for a
     frame): the error carries its reason and nothing of the lab remains."""

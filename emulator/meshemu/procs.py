@@ -110,3 +110,26 @@ def processes_in_netns(inodes: set[int], exclude: set[int] = frozenset()) -> lis
             if process is not None:
                 found.append(process)
     return found
+
+
+# /proc/net/{tcp,udp}[6] socket states: TCP_LISTEN, and TCP_CLOSE, which an
+# unconnected bound UDP socket shows.
+_LISTENING_STATE = {"tcp": "0A", "udp": "07"}
+
+
+def listening(pid: int, protocol: str, port: int) -> bool:
+    """Whether a socket of `protocol` (tcp, udp) waits on `port` in the network
+    namespace of process `pid` (as `ss -l` run there would say), read from
+    /proc/PID/net: no program started, so a wait for a server costs next to
+    nothing."""
+    wanted = f":{port:04X}"
+    for table in (protocol, f"{protocol}6"):
+        try:
+            lines = (PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[1].endswith(wanted) and fields[3] == _LISTENING_STATE[protocol]:
+                return True
+    return False

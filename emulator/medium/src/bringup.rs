@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::netlink::{self, RouteSocket};
-use crate::netns::{self, NetnsMount, TAP_NAME};
+use crate::netns::{self, NetSysctls, NetnsMount, TAP_NAME};
 
 /// What one node's namespace needs.
 #[derive(Debug, Clone)]
@@ -22,16 +22,18 @@ pub struct NodeSpec {
     pub ipv4: Ipv4Addr,
     pub prefix_len: u8,
     pub mtu: u32,
-    pub routes: Vec<HostRoute>,
+    pub routes: Vec<Route>,
     /// IPv6 on for wlan0 (link-local only).
     pub ipv6_link_local: bool,
 }
 
-/// `destination/32 via gateway dev wlan0`.
+/// `destination/prefix_len via gateway dev wlan0`, or on the link
+/// (`dev wlan0 scope link`) without a gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostRoute {
+pub struct Route {
     pub destination: Ipv4Addr,
-    pub gateway: Ipv4Addr,
+    pub prefix_len: u8,
+    pub gateway: Option<Ipv4Addr>,
 }
 
 /// A bring-up step that failed, naming the node and the step.
@@ -132,11 +134,12 @@ fn set_up_node(node: &NodeSpec) -> Result<NodeUp, BringUpError> {
     };
     let mount = netns::create_named_netns(&node.netns).map_err(fail("creating the network namespace"))?;
     let inode = netns::current_netns_inode().map_err(fail("reading the namespace inode"))?;
-    netns::set_node_sysctls().map_err(fail("setting sysctls"))?;
+    let sysctls = NetSysctls::open().map_err(fail("opening /proc/sys/net"))?;
+    sysctls.set_node().map_err(fail("setting sysctls"))?;
     let tap = netns::create_tap(TAP_NAME).map_err(fail("creating the TAP wlan0"))?;
-    netns::set_interface_ipv4_sysctls(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    sysctls.set_interface_ipv4(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
     if node.ipv6_link_local {
-        netns::enable_ipv6_link_local(TAP_NAME).map_err(fail("enabling IPv6 on wlan0"))?;
+        sysctls.enable_ipv6_link_local(TAP_NAME).map_err(fail("enabling IPv6 on wlan0"))?;
     }
     let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
 
@@ -145,7 +148,7 @@ fn set_up_node(node: &NodeSpec) -> Result<NodeUp, BringUpError> {
         netlink::link_up(index, TAP_NAME, Some(node.mac), Some(node.mtu)),
         netlink::add_ipv4_address(index, TAP_NAME, node.ipv4, node.prefix_len),
     ];
-    requests.extend(node.routes.iter().map(|r| netlink::add_host_route(index, r.destination, r.gateway)));
+    requests.extend(node.routes.iter().map(|r| netlink::add_route(index, r.destination, r.prefix_len, r.gateway)));
     let mut socket = RouteSocket::new().map_err(fail("opening rtnetlink"))?;
     socket.run(requests).map_err(|e| BringUpError {
         node: node.name.clone(),

@@ -77,27 +77,30 @@ pub fn add_ipv4_address(index: u32, name: &str, address: Ipv4Addr, prefix_len: u
     }
 }
 
-/// `ip route add DST/32 via GATEWAY dev <index> onlink proto static`.
-pub fn add_host_route(index: u32, destination: Ipv4Addr, gateway: Ipv4Addr) -> Request {
+/// `ip route add DST/LEN via GATEWAY dev <index> onlink proto static`, or
+/// without a gateway `ip route add DST/LEN dev <index> scope link proto static`.
+pub fn add_route(index: u32, destination: Ipv4Addr, prefix_len: u8, gateway: Option<Ipv4Addr>) -> Request {
     let mut route = RouteMessage::default();
     route.header.address_family = AddressFamily::Inet;
-    route.header.destination_prefix_length = 32;
+    route.header.destination_prefix_length = prefix_len;
     route.header.table = RouteHeader::RT_TABLE_MAIN;
     route.header.protocol = RouteProtocol::Static;
-    route.header.scope = RouteScope::Universe;
     route.header.kind = RouteType::Unicast;
-    // onlink: the next hop is a neighbour on wlan0 whatever the prefixes say.
-    route.header.flags = RouteFlags::Onlink;
-    route.attributes = vec![
-        RouteAttribute::Destination(RouteAddress::Inet(destination)),
-        RouteAttribute::Gateway(RouteAddress::Inet(gateway)),
-        RouteAttribute::Oif(index),
-    ];
-    Request {
-        what: format!("adding route to {destination} via {gateway}"),
-        message: RouteNetlinkMessage::NewRoute(route),
-        flags: NLM_F_CREATE | NLM_F_EXCL,
-    }
+    route.attributes = vec![RouteAttribute::Destination(RouteAddress::Inet(destination)), RouteAttribute::Oif(index)];
+    let what = match gateway {
+        Some(gateway) => {
+            route.header.scope = RouteScope::Universe;
+            // onlink: the next hop is a neighbour on wlan0 whatever the prefixes say.
+            route.header.flags = RouteFlags::Onlink;
+            route.attributes.push(RouteAttribute::Gateway(RouteAddress::Inet(gateway)));
+            format!("adding route to {destination}/{prefix_len} via {gateway}")
+        }
+        None => {
+            route.header.scope = RouteScope::Link;
+            format!("adding route to {destination}/{prefix_len} on the link")
+        }
+    };
+    Request { what, message: RouteNetlinkMessage::NewRoute(route), flags: NLM_F_CREATE | NLM_F_EXCL }
 }
 
 /// A NETLINK_ROUTE socket of the calling thread's network namespace.

@@ -2,15 +2,17 @@
 //! thread (setns/unshare act per thread, so a worker thread can build one
 //! namespace after another while the process stays where it is).
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
+use nix::fcntl::{openat, OFlag};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
+use nix::sys::stat::Mode;
 
 /// Where `ip netns` looks for named namespaces.
 pub const NETNS_RUN_DIR: &str = "/run/netns";
@@ -88,47 +90,62 @@ pub fn current_netns_inode() -> io::Result<u64> {
     Ok(fs::metadata("/proc/thread-self/ns/net")?.ino())
 }
 
-/// Writes one sysctl of the calling thread's network namespace.
-fn write_sysctl(key: &str, value: &str) -> io::Result<()> {
-    let path = Path::new("/proc/sys").join(key);
-    let mut file = OpenOptions::new().write(true).open(&path)?;
-    file.write_all(value.as_bytes())
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+/// The `net` sysctls of the namespace the calling thread was in when it
+/// opened them. Keys are relative to `/proc/sys/net`: every namespace has a
+/// `net` directory of its own under `/proc/sys`, all in one hash chain, so a
+/// path lookup from `/proc/sys` costs time in proportion to the namespaces
+/// on the host; opened once per node, the lookup is done once.
+pub struct NetSysctls {
+    net: OwnedFd,
 }
 
-/// The sysctls of a multi-hop node, set before its interface exists so that
-/// `default` already applies to it: forwarding on, no ICMP redirects, no
-/// reverse-path filter, no IPv6 (nothing but our own traffic on the medium).
-pub fn set_node_sysctls() -> io::Result<()> {
-    for scope in ["all", "default"] {
-        let key = format!("net/ipv6/conf/{scope}/disable_ipv6");
-        match write_sysctl(&key, "1") {
-            // A kernel without IPv6 has nothing to disable.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            other => other?,
+impl NetSysctls {
+    pub fn open() -> io::Result<Self> {
+        let net = File::open("/proc/sys/net")?;
+        Ok(NetSysctls { net: net.into() })
+    }
+
+    fn write(&self, key: &str, value: &str) -> io::Result<()> {
+        let described = |e: io::Error| io::Error::new(e.kind(), format!("/proc/sys/net/{key}: {e}"));
+        let fd = openat(self.net.as_fd(), key, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())
+            .map_err(|e| described(e.into()))?;
+        File::from(fd).write_all(value.as_bytes()).map_err(described)
+    }
+
+    /// The sysctls of a multi-hop node, set before its interface exists so
+    /// that `default` already applies to it: forwarding on, no ICMP
+    /// redirects, no reverse-path filter, no IPv6 (nothing but our own
+    /// traffic on the medium).
+    pub fn set_node(&self) -> io::Result<()> {
+        for scope in ["all", "default"] {
+            match self.write(&format!("ipv6/conf/{scope}/disable_ipv6"), "1") {
+                // A kernel without IPv6 has nothing to disable.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                other => other?,
+            }
         }
+        self.write("ipv4/ip_forward", "1")?;
+        for scope in ["all", "default"] {
+            self.set_interface_ipv4(scope)?;
+        }
+        Ok(())
     }
-    write_sysctl("net/ipv4/ip_forward", "1")?;
-    for scope in ["all", "default"] {
-        set_interface_ipv4_sysctls(scope)?;
-    }
-    Ok(())
-}
 
-/// The per-interface part of [`set_node_sysctls`].
-pub fn set_interface_ipv4_sysctls(interface: &str) -> io::Result<()> {
-    for (name, value) in [("send_redirects", "0"), ("accept_redirects", "0"), ("rp_filter", "0")] {
-        write_sysctl(&format!("net/ipv4/conf/{interface}/{name}"), value)?;
+    /// The per-interface part of [`NetSysctls::set_node`].
+    pub fn set_interface_ipv4(&self, interface: &str) -> io::Result<()> {
+        for (name, value) in [("send_redirects", "0"), ("accept_redirects", "0"), ("rp_filter", "0")] {
+            self.write(&format!("ipv4/conf/{interface}/{name}"), value)?;
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// IPv6 on for one interface while `all` and `default` stay off: the kernel
-/// gives it a link-local address (from the MAC) when it goes up, usable at
-/// once (no duplicate address detection: the MACs are unique).
-pub fn enable_ipv6_link_local(interface: &str) -> io::Result<()> {
-    write_sysctl(&format!("net/ipv6/conf/{interface}/accept_dad"), "0")?;
-    write_sysctl(&format!("net/ipv6/conf/{interface}/disable_ipv6"), "0")
+    /// IPv6 on for one interface while `all` and `default` stay off: the
+    /// kernel gives it a link-local address (from the MAC) when it goes up,
+    /// usable at once (no duplicate address detection: the MACs are unique).
+    pub fn enable_ipv6_link_local(&self, interface: &str) -> io::Result<()> {
+        self.write(&format!("ipv6/conf/{interface}/accept_dad"), "0")?;
+        self.write(&format!("ipv6/conf/{interface}/disable_ipv6"), "0")
+    }
 }
 
 /// Creates the persistent TAP `name` (no packet information header) in the

@@ -20,7 +20,7 @@ use meshemu_model::{LinkInfo, Medium, NodeId, TxOutcome};
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 
-use crate::bringup::{self, HostRoute, Namespaces, NodeSpec};
+use crate::bringup::{self, Namespaces, NodeSpec, Route};
 use crate::config::{LabConfig, Routing};
 use crate::frame::{Classifier, Payload, ETHERNET_HEADER_LEN};
 use crate::pcap::AirBody;
@@ -130,7 +130,7 @@ pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
         Routing::Static => meshemu_model::routing::min_hop_next_hops(n, links),
         Routing::None => vec![vec![None; n]; n],
     };
-    let ip = |i: usize| config.nodes[i].ipv4;
+    let addresses: Vec<_> = config.nodes.iter().map(|node| node.ipv4).collect();
     config
         .nodes
         .iter()
@@ -143,9 +143,13 @@ pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
             ipv4: node.ipv4,
             prefix_len: node.prefix_len,
             mtu: node.mtu,
-            routes: routes::host_routes(next_hops)
+            routes: routes::node_routes(node.ipv4, node.prefix_len, &addresses, next_hops)
                 .into_iter()
-                .map(|(destination, gateway)| HostRoute { destination: ip(destination), gateway: ip(gateway) })
+                .map(|route| Route {
+                    destination: route.prefix,
+                    prefix_len: route.len,
+                    gateway: route.next_hop.map(|gateway| addresses[gateway]),
+                })
                 .collect(),
             ipv6_link_local: config.ipv6_link_local,
         })

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from .. import medium, routing
+from .. import medium, procs, routing
 from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
 from .. import queueing
 from ..sim import scenario as sim_scenario
-from . import metrics, pcap
+from . import cpu, metrics, pcap
 from .plan import NS2, SIM, Flow, Run
 
 NS = 1_000_000_000
@@ -77,7 +77,7 @@ class Tools:
             if run.driver == SIM:
                 needed.add(SIM_PROGRAM)
                 continue
-            needed |= {"ss", "sysctl", "ip"}
+            needed |= {"sysctl", "ip"}
             for flow in run.flows:
                 if flow.kind == "tcp":
                     needed |= {"iperf3", "meshemu-tcpprobe"}
@@ -237,14 +237,10 @@ class Execution:
         start = max(self.run.warmup_ns, flow.start_ns)
         return self.t0_wall_ns + start, self.t0_wall_ns + flow.stop_ns
 
-    def _wait_listening(self, node: Node, protocol: str, port: int) -> None:
+    def _wait_listening(self, node: Node, started: Started, protocol: str, port: int) -> None:
         deadline = time.monotonic() + LEAD_S
-        while True:
-            result = node.run([self.tools["ss"], "-H", "-l", "-n", f"-{protocol[0]}", "sport", "=", f":{port}"],
-                              timeout=10)
-            if result.stdout.strip():
-                return
-            if time.monotonic() > deadline:
+        while not procs.listening(started.process.pid, protocol, port):
+            if started.process.poll() is not None or time.monotonic() > deadline:
                 raise RunFailed(f"nothing listens on {protocol} port {port} in {node.name} after {LEAD_S} s")
             self._check_stop()
             time.sleep(0.02)
@@ -256,20 +252,20 @@ class Execution:
             assert flow.dst is not None and flow.src is not None and flow.port is not None
             dst, src = lab[flow.dst], lab[flow.src]
             if flow.kind == "tcp" or (flow.kind == "udp" and flow.options["tool"] == "iperf3"):
-                self._spawn(dst, "server", flow, "server.json",
-                            [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
-                self._wait_listening(dst, "tcp", flow.port)
+                server = self._spawn(dst, "server", flow, "server.json",
+                                     [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
+                self._wait_listening(dst, server, "tcp", flow.port)
             elif flow.kind == "udp":
                 start, end = self._window_ns(flow)
-                self._spawn(dst, "sink", flow, "recv.jsonl",
-                            [self.tools["meshemu-udp"], "recv", "--port", str(flow.port), "--json", "--interval", "1s",
-                             "--window-start", str(start), "--window-end", str(end)])
-                self._wait_listening(dst, "udp", flow.port)
+                server = self._spawn(dst, "sink", flow, "recv.jsonl",
+                                     [self.tools["meshemu-udp"], "recv", "--port", str(flow.port), "--json",
+                                      "--interval", "1s", "--window-start", str(start), "--window-end", str(end)])
+                self._wait_listening(dst, server, "udp", flow.port)
             else:
-                self._spawn(dst, "server", flow, "recv.jsonl",
-                            [self.tools["tfrc"], "recv", "--bind", f"0.0.0.0:{flow.port}", "--once", "--json", "-",
-                             "--quiet"])
-                self._wait_listening(dst, "udp", flow.port)
+                server = self._spawn(dst, "server", flow, "recv.jsonl",
+                                     [self.tools["tfrc"], "recv", "--bind", f"0.0.0.0:{flow.port}", "--once", "--json",
+                                      "-", "--quiet"])
+                self._wait_listening(dst, server, "udp", flow.port)
             if flow.kind == "tcp":
                 interval_ms = self.run.measure["tcp_trace"] / 1e6
                 self._spawn(src, "probe", flow, "tcpinfo.jsonl",
@@ -386,6 +382,7 @@ class Execution:
         run = self.run
         self.dir.mkdir(parents=True, exist_ok=True)
         started_at = time.time()
+        self.cpu = cpu.PhaseClock()
         lab = Lab(run.topology, name=self.lab_name)
         snapshots: list[dict[str, Any]] = []
         lateness = None
@@ -401,6 +398,8 @@ class Execution:
             self.t0_mono = time.monotonic() + LEAD_S
             self._write_clock(lab)
             self._start_receivers(lab)
+            self._sleep_until(0)
+            self.cpu.end(cpu.BRING_UP)
             self.phase = "running"
             for when_ns, action, flow in self._schedule():
                 self._sleep_until(when_ns / NS)
@@ -413,6 +412,7 @@ class Execution:
                     assert flow is not None
                     self._stop_flow_commands(flow)
             lateness = lab.control("lateness")
+            self.cpu.end(cpu.RUN)
             self.phase = "draining"
             self._wait_exit({"client"}, CLIENT_GRACE_S)
             self._sleep_until((run.duration_ns + run.measure["drain"]) / NS)
@@ -514,7 +514,7 @@ class Execution:
             self._add_sim_reference(flows)
         clean = {key: value for key, value in (lateness or {}).items() if key != "ok"}
         return Outcome(result, clean or None, metrics.behind_real_time(lateness), started_at,
-                       time.time() - started_at)
+                       time.time() - started_at, {"runner_cpu_s": self.cpu.seconds})
 
     def _flow_metrics(self, flow: Flow) -> dict[str, Any]:
         base: dict[str, Any] = {"name": flow.name, "kind": flow.kind, "src": flow.src, "dst": flow.dst,

@@ -32,6 +32,7 @@ from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from ..errors import MeshemuError  # noqa: E402
+from . import cpu  # noqa: E402
 from . import metrics as run_metrics  # noqa: E402
 from .plan import short_name  # noqa: E402
 from .results import DEFAULT_DRIVER, ResultsDir, flatten_record  # noqa: E402
@@ -144,12 +145,29 @@ def report(directory: Path, console: Console, x: str | None = None, group: str |
     flagged = sum(bool(record.get("behind_real_time")) for record in records)
     if flagged:
         console.print(f"[yellow]{flagged} of {len(records)} runs fell behind real time (behind_real_time)[/yellow]")
+    cpu_line = runner_cpu_line(records)
+    if cpu_line:
+        console.print(cpu_line)
     drawn = []
     for metric in columns:
         drawn += plot_metric(data, metric, x, group, out_dir)
     if trace:
         drawn += plot_trace(directory, trace, out_dir)
     console.print(f"{len(drawn)} plots (PNG and SVG) and summary.csv in {out_dir}")
+
+
+def runner_cpu_line(records: list[dict[str, Any]]) -> str | None:
+    """The runner's own CPU per lab run (`runner_cpu_s`; experiment/cpu.py),
+    median and maximum per phase; None when no record has it."""
+    measured = [record["runner_cpu_s"] for record in records if record.get("runner_cpu_s")]
+    if not measured:
+        return None
+    parts = []
+    for phase, label in ((cpu.BRING_UP, "bring-up"), (cpu.RUN, "run")):
+        values = [seconds[phase] for seconds in measured if phase in seconds]
+        if values:
+            parts.append(f"{label} {statistics.median(values):.2f} s (max {max(values):.2f})")
+    return f"runner CPU per run, median over {len(measured)} runs: " + ", ".join(parts)
 
 
 # --- tables ---------------------------------------------------------------------------------

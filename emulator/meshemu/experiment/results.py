@@ -139,6 +139,7 @@ def flatten_record(record: dict[str, Any]) -> dict[str, Any]:
     lateness = record.get("lateness") or {}
     for key in ("p99_ns", "max_ns"):
         row[f"lateness.{key}"] = lateness.get(key)
+    row.update(flatten(record.get("runner_cpu_s") or {}, "runner_cpu_s"))
     metrics = record.get("metrics", {})
     for flow in metrics.get("flows", []):
         row.update(flatten({key: value for key, value in flow.items() if key != "name"}, f"flows.{flow['name']}"))

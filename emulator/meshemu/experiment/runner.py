@@ -205,7 +205,8 @@ class Runner:
     def _run_all(self, pending: list[Run], tools: Tools) -> None:
         expected_s = statistics.mean(run.duration_ns / NS for run in pending)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.fields[note]}"), console=self.console, transient=True) as progress:
+                      TextColumn("{task.fields[note]}"), console=self.console, transient=True,
+                      refresh_per_second=2) as progress:  # as often as the loop below updates it
             overall = progress.add_task(f"{self.plan.name}", total=len(pending), note="")
             self.pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="run")
             futures: list[Future[None]] = [self.pool.submit(self._one, run, tools) for run in pending]

@@ -19,7 +19,7 @@ use super::genl::{Attr, HwsimMessage, HwsimSocket, CMD_NEW_RADIO};
 use super::{Mode, Options};
 use crate::bringup::{BringUpError, NodeSpec};
 use crate::netlink::{self, RouteSocket};
-use crate::netns::{self, NetnsMount, NETNS_RUN_DIR, TAP_NAME};
+use crate::netns::{self, NetSysctls, NetnsMount, NETNS_RUN_DIR, TAP_NAME};
 use crate::pcap::BSSID;
 
 /// Longest wiphy name cfg80211 accepts (NL80211_WIPHY_NAME_MAXLEN).
@@ -122,7 +122,8 @@ fn set_up_node(i: usize, node: &NodeSpec, options: &Options, root: &File) -> Res
     };
     let mount = netns::create_named_netns(&node.netns).map_err(fail("creating the network namespace"))?;
     let inode = netns::current_netns_inode().map_err(fail("reading the namespace inode"))?;
-    netns::set_node_sysctls().map_err(fail("setting sysctls"))?;
+    let sysctls = NetSysctls::open().map_err(fail("opening /proc/sys/net"))?;
+    sysctls.set_node().map_err(fail("setting sysctls"))?;
     let own = File::open(format!("{NETNS_RUN_DIR}/{}", node.netns)).map_err(fail("opening the namespace"))?;
 
     // The radio is still in the root namespace, where it was created.
@@ -133,14 +134,14 @@ fn set_up_node(i: usize, node: &NodeSpec, options: &Options, root: &File) -> Res
 
     run(&["ip", "link", "set", "dev", &interim_name(i), "name", TAP_NAME])
         .map_err(fail("renaming the interface wlan0"))?;
-    netns::set_interface_ipv4_sysctls(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    sysctls.set_interface_ipv4(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
     let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
     let mut requests = vec![
         netlink::link_up(1, "lo", None, None),
         netlink::link_up(index, TAP_NAME, Some(node.mac), Some(node.mtu)),
         netlink::add_ipv4_address(index, TAP_NAME, node.ipv4, node.prefix_len),
     ];
-    requests.extend(node.routes.iter().map(|r| netlink::add_host_route(index, r.destination, r.gateway)));
+    requests.extend(node.routes.iter().map(|r| netlink::add_route(index, r.destination, r.prefix_len, r.gateway)));
     let mut socket = RouteSocket::new().map_err(fail("opening rtnetlink"))?;
     socket
         .run(requests)
