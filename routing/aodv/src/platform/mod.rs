@@ -14,6 +14,7 @@ pub mod link_feedback;
 pub mod nfqueue;
 pub mod route_use;
 pub mod routes;
+pub mod schedule;
 pub mod settings;
 
 use std::path::PathBuf;
