@@ -156,8 +156,8 @@ impl Platform {
 
     fn event_loop<P: Protocol>(&mut self, protocol: &mut P, signal_fd: &SignalFd) -> Result<()> {
         let millis = Duration::from_millis;
-        let mut schedule =
-            Schedule::new(millis(self.config.route_use_poll_ms), millis(self.config.link_feedback_poll_ms));
+        let feedback_every = self.link_layer.is_some().then(|| millis(self.config.link_feedback_poll_ms));
+        let mut schedule = Schedule::new(millis(self.config.route_use_poll_ms), feedback_every);
         let mut status = OnChange::new(millis(self.config.counters_interval_ms));
         // A link layer that cannot say when its counters change is read every interval.
         let polled_links = self.link_layer.as_ref().is_some_and(|links| links.changes().is_none());
@@ -176,7 +176,7 @@ impl Platform {
                     protocol.handle(now, Input::RouteUsed { addr }, &mut out);
                 }
             }
-            if self.link_layer.is_some() && schedule.feedback_due(now) {
+            if schedule.feedback_due(now) {
                 schedule.feedback_read(now);
                 if polled_links {
                     schedule.link_changed(now);

@@ -61,7 +61,8 @@ impl<T: PartialEq> OnChange<T> {
 #[derive(Debug)]
 pub struct Schedule {
     route_use_every: Duration,
-    feedback_every: Duration,
+    /// None: there is no link layer to read.
+    feedback_every: Option<Duration>,
     /// The next read of route use; None while no route is installed.
     route_use: Option<Duration>,
     /// The next read of the link layer; None until its counters change.
@@ -70,9 +71,11 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// The link layer is read at once (its first counters are the baseline).
-    pub fn new(route_use_every: Duration, feedback_every: Duration) -> Schedule {
-        Schedule { route_use_every, feedback_every, route_use: None, feedback: Some(Duration::ZERO), last_feedback: None }
+    /// A link layer (read at most every `feedback_every`) is read at once:
+    /// its first counters are the baseline.
+    pub fn new(route_use_every: Duration, feedback_every: Option<Duration>) -> Schedule {
+        let feedback = feedback_every.map(|_| Duration::ZERO);
+        Schedule { route_use_every, feedback_every, route_use: None, feedback, last_feedback: None }
     }
 
     /// Routes are installed (or not) now. True when the reads of route use
@@ -107,7 +110,8 @@ impl Schedule {
 
     /// The link layer's counters changed (its watcher woke the loop).
     pub fn link_changed(&mut self, now: Duration) {
-        let earliest = self.last_feedback.map_or(now, |last| (last + self.feedback_every).max(now));
+        let Some(every) = self.feedback_every else { return };
+        let earliest = self.last_feedback.map_or(now, |last| (last + every).max(now));
         self.feedback = Some(self.feedback.map_or(earliest, |at| at.min(earliest)));
     }
 
@@ -164,7 +168,7 @@ mod tests {
 
     #[test]
     fn route_use_is_read_only_while_routes_are_installed_and_before_protocol_timers() {
-        let mut schedule = Schedule::new(ms(500), ms(50));
+        let mut schedule = Schedule::new(ms(500), Some(ms(50)));
         assert!(!schedule.route_use_due(ms(0), true), "no route: nothing to keep alive");
         assert_eq!(schedule.wake_at(None, None), Some(ms(0)), "only the first link-layer read");
         schedule.feedback_read(ms(0));
@@ -183,8 +187,17 @@ mod tests {
     }
 
     #[test]
+    fn without_a_link_layer_an_idle_loop_never_wakes() {
+        let mut schedule = Schedule::new(ms(500), None);
+        assert!(!schedule.feedback_due(ms(0)));
+        schedule.link_changed(ms(10));
+        assert_eq!(schedule.wake_at(None, None), None);
+        assert_eq!(schedule.wake_at(Some(ms(1000)), None), Some(ms(1000)), "the protocol's timers alone");
+    }
+
+    #[test]
     fn the_link_layer_is_read_after_a_change_at_most_once_per_interval() {
-        let mut schedule = Schedule::new(ms(500), ms(50));
+        let mut schedule = Schedule::new(ms(500), Some(ms(50)));
         assert!(schedule.feedback_due(ms(0)));
         schedule.feedback_read(ms(0));
         assert!(!schedule.feedback_due(ms(10_000)), "no change: no read");
@@ -197,7 +210,7 @@ mod tests {
 
     #[test]
     fn a_read_of_route_use_rides_along_with_a_wake_up_within_its_slack() {
-        let mut schedule = Schedule::new(ms(500), ms(50));
+        let mut schedule = Schedule::new(ms(500), Some(ms(50)));
         schedule.feedback_read(ms(0));
         schedule.routes_installed(ms(0), true);
         assert_eq!(schedule.wake_at(Some(ms(450)), None), Some(ms(450)), "a protocol timer 50 ms early takes it along");
