@@ -168,3 +168,27 @@ def test_quickack_marks_every_route_aodvd_installs_and_keeps_the_catch_all_realm
         assert "realm 654" in catch_all and "quickack 1" in catch_all, routes
         host = next(line for line in routes if line.startswith("10.0.0.1 via 10.0.0.2"))
         assert "quickack 1" in host, routes
+
+
+def test_an_idle_aodvd_leaves_its_counters_file_alone_until_something_happens(write):
+    """With HELLOs off and no traffic nothing changes, so the counters file is
+    not rewritten; SIGUSR1 rewrites it, and a discovery changes it (written
+    within the counters interval, as one line of JSON)."""
+    topology = write("idle-aodv.yaml", "name: aodvidle\nseed: 1\n"
+                                       "routing: {aodv: {hello_interval: 0s, link_layer_feedback: true}}\n"
+                                       "generate: {kind: chain, n: 3, spacing: 200m}\n")
+    with Lab.from_file(topology) as lab:
+        path = lab.run_dir / "nodes" / "n0" / "aodv.json"
+        first = path.stat()
+        time.sleep(2.5)
+        assert path.stat().st_ino == first.st_ino, "rewritten although no counter changed"
+        refresh_counters(lab)
+        asked = path.stat()
+        assert asked.st_ino != first.st_ino, "SIGUSR1 did not rewrite it"
+        lab["n0"].run(["ping", "-c", "1", "-W", "10", "n2"], timeout=20, check=True)
+        deadline = time.monotonic() + 5
+        while path.stat().st_ino == asked.st_ino and time.monotonic() < deadline:
+            time.sleep(0.05)
+        text = path.read_text()
+        assert text.count("\n") == 1, "not one line of JSON"
+        assert json.loads(text)["discoveries_succeeded"] == 1

@@ -15,7 +15,7 @@ PID. With knowledge `overhear` (bpd's default in backpressure mode) every
 node must be promiscuous: the topology makes it so (topology.py).
 
 Per node, under `run_dir/nodes/<node>/`: `bpd.json` (counters, rewritten
-every second and at exit), `bpd.log`. The oracle's table: `run_dir/bpd-oracle`.
+when they change, at most every second, and at exit), `bpd.log`. The oracle's table: `run_dir/bpd-oracle`.
 `stop(lab)` stops the daemons and returns their final counters; `summary`
 and `source_counters` turn them into a run record's figures.
 """

@@ -21,7 +21,7 @@ recorded with `record_iptables_rule` before it starts, so `meshemu cleanup`
 removes them after a crash.
 
 Per node, under `run_dir/nodes/<node>/`: `aodvd.toml`, `aodvd.log` (JSON
-log), `aodv.json` (counters, rewritten every second and at exit),
+log), `aodv.json` (counters, rewritten when they change, at most every second, and at exit),
 `aodv-events.jsonl` (route and discovery events with `mono_ns` timestamps);
 `babeld.conf`, `babeld.log`, `babeld.pid`, `babeld.state`; copasd as aodvd
 with `copasd.toml`, `copasd.log`, `copas.json`, `copas-events.jsonl`.

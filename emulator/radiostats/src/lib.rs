@@ -47,7 +47,8 @@
 //! fence between their store and their load, so either the writer sees the
 //! waiter or the waiter sees the new `seq`: no wake-up is lost. A waiter that
 //! dies while counted leaves `waiters` too high, which costs the writer
-//! needless wake calls, never a missed one.
+//! needless wake calls, never a missed one. An event loop that cannot block
+//! on a futex gets an eventfd from a [`PageWatcher`] instead.
 //!
 //! # Features
 //!
@@ -66,3 +67,7 @@ pub use layout::*;
 mod page;
 #[cfg(feature = "page")]
 pub use page::*;
+#[cfg(feature = "page")]
+mod watch;
+#[cfg(feature = "page")]
+pub use watch::{PageWatcher, Watched};

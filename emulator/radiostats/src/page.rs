@@ -279,6 +279,13 @@ impl RadioStats {
         Ok(self.seq() != seen)
     }
 
+    /// Wakes every thread of any process blocked in
+    /// [`wait_for_change`](Self::wait_for_change) on this page: they return
+    /// as if the page had changed (a waiter re-checks what it waits for).
+    pub fn wake_waiters(&self) {
+        futex_wake_all(seq_futex(words(&self.map)));
+    }
+
     fn waiters_word(&self) -> Result<&AtomicU64, Error> {
         if self.waitable.get().is_none() {
             let file = OpenOptions::new().read(true).write(true).open(&self.path).map_err(io_error(&self.path))?;

@@ -131,7 +131,10 @@ fn run(args: Args) -> Result<()> {
         (None, true) => bail!("aodv.flush_on_break needs the radio statistics page (daemon.radio_stats)"),
         (_, false) => None,
     };
-    let link_layer = page.map(|stats| Box::new(RadioStatsLinks::new(stats, control)) as Box<dyn LinkLayer>);
+    let link_layer = page
+        .map(|stats| RadioStatsLinks::new(stats, control).context("watching the radio statistics page"))
+        .transpose()?
+        .map(|links| Box::new(links) as Box<dyn LinkLayer>);
     let seed = config.daemon.seed;
     let protocol = config.aodv.clone();
     daemon::run(config.daemon, move |address, now| Aodv::new(protocol, address, seed, now), link_layer)

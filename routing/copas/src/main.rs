@@ -106,7 +106,8 @@ fn run(args: Args) -> Result<()> {
         None => RadioStats::open_own()
             .context("COPAS needs the MAC's counters: no radio statistics page for this node (set daemon.radio_stats)")?,
     };
-    let link_layer = Some(Box::new(RadioStatsLinks::new(page, None)) as Box<dyn LinkLayer>);
+    let links = RadioStatsLinks::new(page, None).context("watching the radio statistics page")?;
+    let link_layer = Some(Box::new(links) as Box<dyn LinkLayer>);
     let seed = config.daemon.seed;
     let protocol = config.copas.clone();
     daemon::run(config.daemon, move |address, now| Copas::new(protocol, address, seed, now), link_layer)

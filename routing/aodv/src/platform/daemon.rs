@@ -1,7 +1,10 @@
-//! The event loop: one thread polls the control socket, the NFQUEUE and a
-//! signalfd, with the protocol's next timer (and the periodic reads of
-//! route use, link feedback and the counters file) as the poll timeout.
-//! The protocol core sees time as the monotonic clock since start.
+//! The event loop: one thread polls the control socket, the NFQUEUE, a
+//! signalfd and the link layer's change notifications, with the protocol's
+//! next timer and the loop's own deadlines ([`super::schedule`]: route use
+//! while routes exist, link feedback after a change, the counters file
+//! after it changed) as the poll timeout; with nothing to do it sleeps
+//! until an event. The protocol core sees time as the monotonic clock
+//! since start.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -24,6 +27,7 @@ use super::link_feedback::{arp_table, LinkLayer};
 use super::nfqueue::{PacketQueue, Verdict, HOOK_LOCAL_OUT};
 use super::route_use::{self, RecentList};
 use super::routes::{Interface, RouteTable};
+use super::schedule::{OnChange, Schedule};
 use super::DataPath;
 use crate::ondemand::{Counters, Event, Input, Output, Protocol};
 
@@ -151,15 +155,19 @@ impl Platform {
     }
 
     fn event_loop<P: Protocol>(&mut self, protocol: &mut P, signal_fd: &SignalFd) -> Result<()> {
-        let route_use_every = Duration::from_millis(self.config.route_use_poll_ms);
-        let feedback_every = Duration::from_millis(self.config.link_feedback_poll_ms);
-        let counters_every = Duration::from_millis(self.config.counters_interval_ms);
-        let (mut next_route_use, mut next_feedback, mut next_counters) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let millis = Duration::from_millis;
+        let feedback_every = self.link_layer.is_some().then(|| millis(self.config.link_feedback_poll_ms));
+        let mut schedule = Schedule::new(millis(self.config.route_use_poll_ms), feedback_every);
+        let mut status = OnChange::new(millis(self.config.counters_interval_ms));
+        // A link layer that cannot say when its counters change is read every interval.
+        let polled_links = self.link_layer.as_ref().is_some_and(|links| links.changes().is_none());
         let mut out = Vec::new();
         loop {
             let now = self.now();
-            if now >= next_route_use {
-                next_route_use = now + route_use_every;
+            self.track_routes(&mut schedule, now);
+            let protocol_due = protocol.poll_at().is_some_and(|t| t <= now);
+            if schedule.route_use_due(now, protocol_due) {
+                schedule.route_use_read(now);
                 let (used, hops) = self.route_use();
                 for (dst, hops) in hops {
                     protocol.data_hops(now, dst, hops);
@@ -168,8 +176,11 @@ impl Platform {
                     protocol.handle(now, Input::RouteUsed { addr }, &mut out);
                 }
             }
-            if self.link_layer.is_some() && now >= next_feedback {
-                next_feedback = now + feedback_every;
+            if schedule.feedback_due(now) {
+                schedule.feedback_read(now);
+                if polled_links {
+                    schedule.link_changed(now);
+                }
                 for input in self.link_inputs() {
                     protocol.handle(now, input, &mut out);
                 }
@@ -178,34 +189,44 @@ impl Platform {
                 protocol.handle(now, Input::Tick, &mut out);
             }
             self.carry_out(protocol, &mut out);
-            if now >= next_counters {
-                next_counters = now + counters_every;
+            self.track_routes(&mut schedule, now);
+            let current = self.status(protocol);
+            if status.update(now, &current).is_some_and(|at| at <= now) {
                 self.write_counters(protocol.counters());
+                status.wrote(now, current);
             }
 
-            let mut wake = next_route_use.min(next_counters);
-            if self.link_layer.is_some() {
-                wake = wake.min(next_feedback);
-            }
-            if let Some(at) = protocol.poll_at() {
-                wake = wake.min(at);
-            }
-            let wait_ms = wake.saturating_sub(self.now()).as_micros().div_ceil(1000).min(60_000) as u16;
-            let mut fds = [
+            let timeout = match schedule.wake_at(protocol.poll_at(), status.due()) {
+                Some(wake) => PollTimeout::from(wake.saturating_sub(self.now()).as_micros().div_ceil(1000).min(60_000) as u16),
+                None => PollTimeout::NONE,
+            };
+            let changes = match &self.link_layer {
+                Some(links) if schedule.awaiting_change() => links.changes(),
+                _ => None,
+            };
+            let mut fds = vec![
                 PollFd::new(self.control.as_fd(), PollFlags::POLLIN),
                 PollFd::new(self.queue.as_fd(), PollFlags::POLLIN),
                 PollFd::new(signal_fd.as_fd(), PollFlags::POLLIN),
             ];
-            match poll(&mut fds, PollTimeout::from(wait_ms)) {
+            fds.extend(changes.map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
+            match poll(&mut fds, timeout) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(error) => return Err(error).context("poll"),
             }
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let (control_ready, queue_ready, signal_ready) = (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]));
+            let links_changed = fds.get(3).is_some_and(ready);
+            drop(fds);
+            if links_changed {
+                schedule.link_changed(self.now());
+            }
             if signal_ready {
                 while let Ok(Some(info)) = signal_fd.read_signal() {
                     if info.ssi_signo == Signal::SIGUSR1 as u32 {
+                        let current = self.status(protocol);
                         self.write_counters(protocol.counters());
+                        status.wrote(self.now(), current);
                     } else {
                         info!(signal = info.ssi_signo, "stopping");
                         return Ok(());
@@ -219,6 +240,19 @@ impl Platform {
                 self.receive_queued(protocol, &mut out);
             }
         }
+    }
+
+    /// Route use is read while routes are installed; when they appear, a
+    /// first read takes the baseline (earlier use kept no route of now alive).
+    fn track_routes(&mut self, schedule: &mut Schedule, now: Duration) {
+        if schedule.routes_installed(now, self.installed > 0) {
+            self.route_use();
+        }
+    }
+
+    /// What the counters file says, but the time of writing.
+    fn status<P: Protocol>(&self, protocol: &P) -> (Counters, usize) {
+        (protocol.counters().clone(), self.installed)
     }
 
     fn receive_control<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
@@ -467,14 +501,13 @@ fn wall_clock() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-/// Writes JSON to a temporary file and renames it over `path`.
+/// Writes `value` as one line of JSON to a temporary file, in one write,
+/// and renames it over `path`: readers see the old file or the new one.
 pub fn write_atomically(path: &Path, value: &impl Serialize) -> io::Result<()> {
+    let mut text = serde_json::to_vec(value)?;
+    text.push(b'\n');
     let temporary = path.with_extension("json.tmp");
-    {
-        let mut file = File::create(&temporary)?;
-        serde_json::to_writer_pretty(&mut file, value)?;
-        file.write_all(b"\n")?;
-    }
+    fs::write(&temporary, text)?;
     fs::rename(&temporary, path)
 }
 

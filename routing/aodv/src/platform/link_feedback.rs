@@ -12,11 +12,12 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
+use std::os::fd::BorrowedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use meshemu_radiostats::{NodeCounters, RadioStats, Snapshot};
+use meshemu_radiostats::{NodeCounters, PageWatcher, RadioStats, Snapshot};
 
 /// What the link layer saw since the last look, by neighbour MAC address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,14 +36,19 @@ pub struct LinkActivity {
 /// A source of per-neighbour link-layer counters.
 pub trait LinkLayer {
     fn activity_since_last(&mut self) -> Result<LinkActivity, String>;
+    /// A descriptor that becomes readable when the counters changed after
+    /// the last [`activity_since_last`](Self::activity_since_last) (None:
+    /// the daemon reads them periodically).
+    fn changes(&self) -> Option<BorrowedFd<'_>>;
     /// Drops the frames still queued for `neighbor`; how many.
     fn flush(&mut self, neighbor: [u8; 6]) -> Result<u64, String>;
 }
 
-/// The medium's radio statistics page of this node, and its control socket
+/// The medium's radio statistics page of this node (watched for changes by
+/// a helper thread, so an idle node is never read), and its control socket
 /// when the daemon asks for flushes.
 pub struct RadioStatsLinks {
-    stats: RadioStats,
+    watcher: PageWatcher,
     snapshot: Snapshot,
     /// (tx_failed, rx_frames, tx_acked) by peer at the last look.
     last: HashMap<[u8; 6], (u64, u64, u64)>,
@@ -50,8 +56,9 @@ pub struct RadioStatsLinks {
 }
 
 impl RadioStatsLinks {
-    pub fn new(stats: RadioStats, control: Option<MediumControl>) -> RadioStatsLinks {
-        RadioStatsLinks { stats, snapshot: Snapshot::default(), last: HashMap::new(), control }
+    pub fn new(stats: RadioStats, control: Option<MediumControl>) -> std::io::Result<RadioStatsLinks> {
+        let watcher = PageWatcher::spawn(stats, |page| Ok(page.seq()))?;
+        Ok(RadioStatsLinks { watcher, snapshot: Snapshot::default(), last: HashMap::new(), control })
     }
 }
 
@@ -112,7 +119,11 @@ impl MediumControl {
 
 impl LinkLayer for RadioStatsLinks {
     fn activity_since_last(&mut self) -> Result<LinkActivity, String> {
-        self.stats.read_into(&mut self.snapshot).map_err(|e| e.to_string())?;
+        self.watcher.acknowledge();
+        // The sequence number before the copy: a change during it wakes us again.
+        let seen = self.watcher.page().seq();
+        self.watcher.arm(seen);
+        self.watcher.page().read_into(&mut self.snapshot).map_err(|e| e.to_string())?;
         let contention_backoffs = Some(contention_backoffs(&self.snapshot.counters));
         let mut activity = LinkActivity { contention_backoffs, ..LinkActivity::default() };
         for peer in &self.snapshot.peers {
@@ -133,6 +144,10 @@ impl LinkLayer for RadioStatsLinks {
 
     fn flush(&mut self, neighbor: [u8; 6]) -> Result<u64, String> {
         self.control.as_ref().ok_or("no control socket of the medium to ask")?.flush(neighbor)
+    }
+
+    fn changes(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.watcher.wake_fd())
     }
 }
 

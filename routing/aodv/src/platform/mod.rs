@@ -14,6 +14,7 @@ pub mod link_feedback;
 pub mod nfqueue;
 pub mod route_use;
 pub mod routes;
+pub mod schedule;
 pub mod settings;
 
 use std::path::PathBuf;
@@ -35,10 +36,13 @@ pub struct DataPath {
     pub release_mark: u32,
     /// Packets held per destination during a discovery; more are rejected.
     pub max_held_per_destination: usize,
+    /// How often route use is read while routes are installed.
     pub route_use_poll_ms: u64,
+    /// The most often the link layer is read after its counters changed.
     pub link_feedback_poll_ms: u64,
+    /// The most often the counters file is rewritten after they changed.
     pub counters_interval_ms: u64,
-    /// Where the counters JSON is rewritten (every interval, on SIGUSR1, at exit).
+    /// Where the counters JSON is rewritten (when changed, on SIGUSR1, at exit).
     pub counters: Option<PathBuf>,
     /// Where protocol events are appended as JSON lines.
     pub events: Option<PathBuf>,

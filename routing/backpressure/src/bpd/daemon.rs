@@ -43,10 +43,12 @@ const TOKEN_ROUTES: u64 = 3;
 const TOKEN_RADIO: u64 = 4;
 const TOKEN_TIMER: u64 = 5;
 const TOKEN_SIGNAL: u64 = 6;
+const TOKEN_REPORT: u64 = 7;
 /// The queue is read at most this many times per turn, so other sources get their turn.
 const RECEIVES_PER_TURN: usize = 16;
 /// Bytes of each packet the kernel copies to us: the IPv4 header with options and a UDP port.
 const COPY_RANGE: u32 = 80;
+/// The counters file is written at most this often, and only when it changed.
 const REPORT_EVERY: Nanos = 1_000_000_000;
 
 /// A queued packet taken out of the receive buffer: id, source MAC, first bytes and their length.
@@ -102,9 +104,16 @@ struct IoCounters {
     overheard_malformed: u64,
 }
 
-/// The counters file.
+/// The counters file: when it was written, and what changes only with events.
 #[derive(Serialize)]
 struct Report<'a> {
+    uptime_ns: Nanos,
+    #[serde(flatten)]
+    status: Status<'a>,
+}
+
+#[derive(Serialize)]
+struct Status<'a> {
     node: Ipv4Addr,
     interface: &'a str,
     mode: &'static str,
@@ -114,7 +123,6 @@ struct Report<'a> {
     knowledge: Option<&'static str>,
     /// False in the file written at exit.
     running: bool,
-    uptime_ns: Nanos,
     held: u32,
     totals: &'a Totals,
     /// Packets passed unqueued because they were not well-formed IPv4, by reason.
@@ -146,10 +154,17 @@ pub struct Daemon {
     rule: Option<InstalledRule>,
     epoll: Epoll,
     timer: TimerFd,
+    /// Fires when the counters file may be rewritten (armed after events only).
+    report_timer: TimerFd,
     signals: SignalFd,
     decisions: Vec<Decision>,
     started: Nanos,
-    next_report: Nanos,
+    /// Something happened since the report was last armed: the counters may have changed.
+    changed: bool,
+    report_armed: bool,
+    last_report: Option<Nanos>,
+    /// The status last written (JSON without the time of writing).
+    written: Option<Vec<u8>>,
     next_beacon: Option<Nanos>,
     beacon_sequence: u32,
     malformed: BTreeMap<&'static str, u64>,
@@ -199,11 +214,13 @@ impl Daemon {
 
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).context("epoll")?;
         let timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)?;
+        let report_timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)?;
         let signals = SignalFd::with_flags(&exit_signals(), SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
         let watch = |token| EpollEvent::new(EpollFlags::EPOLLIN, token);
         epoll.add(queue.as_fd(), watch(TOKEN_QUEUE))?;
         epoll.add(routes.events_fd(), watch(TOKEN_ROUTES))?;
         epoll.add(&timer, watch(TOKEN_TIMER))?;
+        epoll.add(&report_timer, watch(TOKEN_REPORT))?;
         epoll.add(&signals, watch(TOKEN_SIGNAL))?;
         if let Some(overhear) = &overhear {
             epoll.add(overhear.as_fd(), watch(TOKEN_OVERHEAR))?;
@@ -240,10 +257,14 @@ impl Daemon {
             rule,
             epoll,
             timer,
+            report_timer,
             signals,
             decisions: Vec::new(),
             started,
-            next_report: started,
+            changed: true,
+            report_armed: false,
+            last_report: None,
+            written: None,
             beacon_sequence: 0,
             malformed: BTreeMap::new(),
             beacon_counters: BeaconCounters::default(),
@@ -256,7 +277,8 @@ impl Daemon {
     /// goes, and the counters are written a last time.
     pub fn run(&mut self) -> anyhow::Result<()> {
         let mut events = vec![EpollEvent::empty(); 16];
-        let outcome = loop {
+        // The first turn arms the first report (the control plane waits for the file).
+        let outcome = self.turn(false).and_then(|()| loop {
             if let Err(e) = self.arm_timer() {
                 break Err(e);
             }
@@ -266,8 +288,10 @@ impl Daemon {
                 Err(e) => break Err(anyhow::Error::new(e).context("epoll_wait")),
             };
             let mut stop = false;
+            let mut report_due = false;
             self.refresh_radio()?;
             for event in &events[..count] {
+                self.changed |= event.data() != TOKEN_REPORT;
                 let handled = match event.data() {
                     TOKEN_QUEUE => self.read_queue(),
                     TOKEN_OVERHEAR => self.read_overheard(),
@@ -284,6 +308,12 @@ impl Daemon {
                         let _ = nix::unistd::read(self.timer.as_fd(), &mut expirations);
                         Ok(())
                     }
+                    TOKEN_REPORT => {
+                        let mut expirations = [0u8; 8];
+                        let _ = nix::unistd::read(self.report_timer.as_fd(), &mut expirations);
+                        report_due = true;
+                        Ok(())
+                    }
                     TOKEN_SIGNAL => {
                         if let Ok(Some(info)) = self.signals.read_signal() {
                             let name = Signal::try_from(info.ssi_signo as i32).map_or("?", |s| s.as_str());
@@ -298,19 +328,19 @@ impl Daemon {
                     eprintln!("bpd: {e:#}");
                 }
             }
-            if let Err(e) = self.turn() {
+            if let Err(e) = self.turn(report_due) {
                 break Err(e);
             }
             if stop {
                 break Ok(());
             }
-        };
+        });
         let stopped = self.stop();
         outcome.and(stopped)
     }
 
     /// Everything that follows the events of one wake-up.
-    fn turn(&mut self) -> anyhow::Result<()> {
+    fn turn(&mut self, report_due: bool) -> anyhow::Result<()> {
         let now = monotonic_ns();
         self.refresh_radio()?;
         self.consult_oracle(now);
@@ -328,9 +358,17 @@ impl Daemon {
             self.send_beacon();
             self.next_beacon = self.settings.beacon_period.map(|period| now + period.as_nanos() as u64);
         }
-        if now >= self.next_report {
+        if report_due {
+            self.report_armed = false;
+            self.last_report = Some(now);
             self.write_counters(now, true);
-            self.next_report = now + REPORT_EVERY;
+        }
+        if self.changed && !self.report_armed {
+            // Events after this are seen by the next report.
+            self.changed = false;
+            self.report_armed = true;
+            let at = self.last_report.map_or(now, |last| (last + REPORT_EVERY).max(now)).max(now + 1);
+            self.report_timer.set(Expiration::OneShot(abs_time(at)), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
         }
         Ok(())
     }
@@ -356,14 +394,14 @@ impl Daemon {
         let now = monotonic_ns();
         let oracle_poll = (self.oracle.is_some() && !self.scheduler.downstream_wanted().is_empty())
             .then_some(now + self.oracle_poll);
-        let due = [self.scheduler.next_deadline(), self.next_beacon, Some(self.next_report), oracle_poll]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("the report is always due some time");
-        let at = due.max(now + 1);
-        let spec = TimeSpec::new((at / 1_000_000_000) as _, (at % 1_000_000_000) as _);
-        self.timer.set(Expiration::OneShot(spec), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
+        let due = [self.scheduler.next_deadline(), self.next_beacon, oracle_poll].into_iter().flatten().min();
+        match due {
+            Some(due) => {
+                let at = abs_time(due.max(now + 1));
+                self.timer.set(Expiration::OneShot(at), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
+            }
+            None => self.timer.unset()?,
+        }
         Ok(())
     }
 
@@ -517,6 +555,7 @@ impl Daemon {
         Ok(())
     }
 
+    /// Writes the counters file if what it says changed (always at exit).
     fn write_counters(&mut self, now: Nanos, running: bool) {
         let Some(path) = &self.counters_path else { return };
         let config = self.scheduler.config();
@@ -524,7 +563,7 @@ impl Daemon {
             Mode::Backpressure { threshold } => Some(threshold),
             _ => None,
         };
-        let report = Report {
+        let status = Status {
             node: self.own,
             interface: &self.interface,
             mode: config.mode.name(),
@@ -533,7 +572,6 @@ impl Daemon {
             per_flow_limit: config.per_flow_limit(),
             knowledge: threshold.map(|_| config.knowledge.name()),
             running,
-            uptime_ns: now.saturating_sub(self.started),
             held: self.scheduler.held(),
             totals: self.scheduler.totals(),
             malformed: &self.malformed,
@@ -543,14 +581,26 @@ impl Daemon {
             io: &self.io,
             processing: self.processing.report(),
         };
-        if let Err(e) = write_atomically(path, &report) {
-            eprintln!("bpd: writing counters to {}: {e:#}", path.display());
+        let current = serde_json::to_vec(&status).expect("the status serializes");
+        if self.written.as_ref() == Some(&current) {
+            return;
+        }
+        let report = Report { uptime_ns: now.saturating_sub(self.started), status };
+        match write_atomically(path, &report) {
+            Ok(()) => self.written = Some(current),
+            Err(e) => eprintln!("bpd: writing counters to {}: {e:#}", path.display()),
         }
     }
 }
 
+/// An absolute CLOCK_MONOTONIC time for a timerfd.
+fn abs_time(at: Nanos) -> TimeSpec {
+    TimeSpec::new((at / 1_000_000_000) as _, (at % 1_000_000_000) as _)
+}
+
+/// One line of JSON, in one write to a temporary file renamed over `path`.
 fn write_atomically(path: &std::path::Path, report: &Report<'_>) -> anyhow::Result<()> {
-    let mut text = serde_json::to_vec_pretty(report)?;
+    let mut text = serde_json::to_vec(report)?;
     text.push(b'\n');
     let name = path.file_name().context("the counters path names no file")?.to_string_lossy();
     let temporary = path.with_file_name(format!(".{name}.tmp"));
