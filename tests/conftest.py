@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -65,3 +66,15 @@ def ctrl_c_reaches() -> None:
     runners may start the suite) with SIGINT ignored, and children inherit
     that, so the signal would never arrive."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def reaped(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """The process, killed and waited for if the test leaves it running
+    (a failed assertion while it runs)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, ctrl_c_reaches
+from conftest import REPO, ctrl_c_reaches, reaped
 from meshemu import procs
 from meshemu.experiment.clusterhost import ClusterError, Needs, create_secret, refusal, security, tls_address
 from meshemu.experiment.results import read_records, software_version
@@ -228,7 +228,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_lab_goes_when_it_comes_ba
     experiment = write("longer.yaml", LONGER)
     out = tmp_path / "results"
     remote = start_head(head(hosts, experiment, out))
-    try:
+    with reaped(remote):
         lab, victim = running_lab(hosts)
         time.sleep(1.0)  # into the run
         hosts.processes[victim].send_signal(signal.SIGKILL)
@@ -238,10 +238,6 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_lab_goes_when_it_comes_ba
         assert f"removed lab {lab}" in hosts.log(victim)
         assert lab not in lab_names()
         _, stderr = remote.communicate(timeout=300)
-    finally:
-        if remote.poll() is None:
-            remote.kill()
-            remote.wait()
     assert remote.returncode == 0, stderr
     assert "running again on" in stderr, stderr
     records = read_records(out / "runs.jsonl")
@@ -257,17 +253,13 @@ def test_a_worker_stopped_mid_run_tears_its_lab_down_and_the_run_runs_elsewhere(
     experiment = write("longer.yaml", LONGER)
     out = tmp_path / "results"
     remote = start_head(head(hosts, experiment, out))
-    try:
+    with reaped(remote):
         lab, victim = running_lab(hosts)
         time.sleep(1.0)
         hosts.stop(victim)  # SIGTERM, as a host's shutdown
         assert lab not in lab_names()
         hosts.worker(victim)
         _, stderr = remote.communicate(timeout=300)
-    finally:
-        if remote.poll() is None:
-            remote.kill()
-            remote.wait()
     assert remote.returncode == 0, stderr
     assert sorted(record["run_id"] for record in read_records(out / "runs.jsonl")) == planned_ids(experiment)
     assert not (out / "failed.jsonl").exists()
@@ -279,15 +271,11 @@ def test_ctrl_c_on_the_head_stops_the_remote_lab_and_records_nothing(hosts, writ
     experiment = write("longer.yaml", LONGER)
     out = tmp_path / "results"
     remote = start_head(head(hosts, experiment, out), preexec_fn=ctrl_c_reaches)
-    try:
+    with reaped(remote):
         running_lab(hosts)
         time.sleep(1.0)
         remote.send_signal(signal.SIGINT)
         _, stderr = remote.communicate(timeout=120)
-    finally:
-        if remote.poll() is None:
-            remote.kill()
-            remote.wait()
     assert remote.returncode == 130, stderr
     assert "interrupted" in stderr
     assert run_labs() == []  # the head waited for the worker to tear its lab down

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, ctrl_c_reaches, namespaces
+from conftest import REPO, ctrl_c_reaches, namespaces, reaped
 from meshemu.experiment import metrics
 from meshemu import leftovers
+from meshemu.bench.soak import KILLED
+from meshemu.errors import LabError
 from meshemu.experiment.results import read_records
-from meshemu.state import RUN_ROOT, lab_names
+from meshemu.state import RUN_ROOT, lab_names, read_state
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -144,7 +146,7 @@ sweep:
     runner = subprocess.Popen([sys.executable, "-m", "meshemu", "run", str(experiment), "--out", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                               preexec_fn=ctrl_c_reaches)
-    try:
+    with reaped(runner):
         deadline = time.monotonic() + 240
         while len(read_records(out / "runs.jsonl")) < 3 and time.monotonic() < deadline and runner.poll() is None:
             time.sleep(0.2)
@@ -153,10 +155,6 @@ sweep:
         time.sleep(0.3)
         runner.send_signal(signal.SIGINT)  # a second Ctrl-C while it tears down
         _, stderr = runner.communicate(timeout=120)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait()
     assert runner.returncode == 130, stderr
     assert "interrupted" in stderr
     assert run_labs() == [] and processes_of_runs() == []
@@ -179,30 +177,15 @@ sweep:
     assert again.returncode == 1 and "--resume" in again.stderr
 
 
-
-KILLED = """\
-description: AODV on a 3-node chain, a UDP flow through it
-topology:
-  generate: {kind: chain, n: 3, spacing: 200m}
-  routing: aodv
-duration: 6s
-seed: 1
-traffic:
-  - {kind: udp, name: udp, src: n0, dst: n2, rate: 200kbps, packet: 1000B}
-measure: {drain: 0s}
-"""
-
-
 def lab_dirs() -> set[str]:
     return {entry.name for entry in RUN_ROOT.iterdir()} if RUN_ROOT.is_dir() else set()
 
 
 def medium_and_daemons_up(run_dir: Path) -> bool:
     try:
-        state = json.loads((run_dir / "state.json").read_text())
-    except (OSError, ValueError):
+        roles = [record.role for record in read_state(run_dir).processes]
+    except LabError:
         return False
-    roles = [record.get("role") for record in state.get("processes", [])]
     return "medium" in roles and roles.count("node") >= 3  # aodvd in each of the three nodes
 
 
@@ -216,7 +199,7 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_the_host_as_it_was(write, tmp
     before = leftovers.snapshot()
     runner = subprocess.Popen([sys.executable, "-m", "meshemu", "run", str(experiment), "--out", str(out)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
-    try:
+    with reaped(runner):
         deadline = time.monotonic() + 60
         started: set[str] = set()
         while not started and time.monotonic() < deadline and runner.poll() is None:
@@ -230,10 +213,6 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_the_host_as_it_was(write, tmp
             time.sleep(2.0)
         runner.kill()
         runner.wait(timeout=10)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait()
     cleanup = meshemu("cleanup")
     assert cleanup.returncode == 0, cleanup.stderr
     assert leftovers.differences(before, leftovers.snapshot()) == {}
@@ -243,6 +222,7 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_the_host_as_it_was(write, tmp
     [record] = read_records(out / "runs.jsonl")
     assert record["metrics"]["flows"][0]["packets_received"] > 0, record["metrics"]["flows"][0]
     assert leftovers.differences(before, leftovers.snapshot()) == {}
+
 
 FIDELITY = """\
 description: iperf3 UDP saturation across chain7 vs the sim driver

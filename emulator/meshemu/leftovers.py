@@ -70,11 +70,6 @@ def differences(before: dict[str, object], after: dict[str, object]) -> dict[str
     return changed
 
 
-def count(part: dict[str, object] | list[object] | str) -> int:
-    """How many entries a snapshot part holds (lines for text parts)."""
-    return len(part.splitlines()) if isinstance(part, str) else len(part)
-
-
 def _output(*argv: str) -> str:
     return subprocess.run(list(argv), capture_output=True, text=True, check=True).stdout
 
