@@ -585,8 +585,12 @@ impl Aodv {
         let Some((to_orig, _)) = self.route(rreq.orig) else { return };
 
         if rreq.dst == self.me {
-            // 6.6.1: the destination answers with its own (possibly incremented) number.
-            if !rreq.unknown_seq && rreq.dst_seq == next_seq(self.seq) {
+            // 6.1: the destination answers with the larger of its own number and
+            // the one asked for. (6.6.1 takes the asked one only when it is exactly
+            // the next: but an originator raises its number at every break of a
+            // route that came back without one, e.g. from a neighbour heard
+            // relaying, and would then refuse every answer.)
+            if !rreq.unknown_seq && seq_newer(rreq.dst_seq, self.seq) {
                 self.seq = rreq.dst_seq;
             }
             let rrep = Rrep {

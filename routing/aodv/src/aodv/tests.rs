@@ -326,6 +326,62 @@ fn destination_takes_the_sequence_number_the_originator_expects() {
 }
 
 #[test]
+fn destination_answers_with_at_least_the_number_asked_for() {
+    // RFC 3561 6.1: the number in its RREP is the larger of its own and the RREQ's.
+    let mut node = Aodv::new(quiet(), addr(1), 1, Duration::ZERO);
+    let rreq = Message::Rreq(Rreq {
+        join: false,
+        repair: false,
+        gratuitous: false,
+        destination_only: true,
+        unknown_seq: false,
+        hop_count: 0,
+        id: 1,
+        dst: addr(1),
+        dst_seq: 7,
+        orig: addr(0),
+        orig_seq: 5,
+    });
+    let mut out = Vec::new();
+    node.handle(ms(0), Input::Control { from: addr(0), ttl: 2, payload: &rreq.encode() }, &mut out);
+    assert_eq!(node.sequence_number(), 7);
+}
+
+#[test]
+fn a_neighbour_met_and_lost_again_and_again_is_still_found() {
+    // Mobility: 2 comes into 0's range (0 hears it relay someone's RREQ: a
+    // route without a new number) and leaves (a link failure raises the
+    // number) several times. 0's discovery then asks for a number 2 never
+    // had; 2 must still answer.
+    let mut net = Net::chain(3, quiet());
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+    net.run_until(ms(1000));
+    assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]));
+    for id in 1..=3 {
+        let relayed = Message::Rreq(Rreq {
+            join: false,
+            repair: false,
+            gratuitous: false,
+            destination_only: false,
+            unknown_seq: true,
+            hop_count: 1,
+            id,
+            dst: addr(9),
+            dst_seq: 0,
+            orig: addr(8),
+            orig_seq: id,
+        });
+        net.input(0, Input::Control { from: addr(2), ttl: 5, payload: &relayed.encode() });
+        assert_eq!(net.path(0, 2), Some(vec![0, 2]));
+        net.input(0, Input::LinkFailed { neighbor: addr(2) });
+        net.run_until(net.now + ms(100));
+    }
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+    net.run_until(net.now + ms(1000));
+    assert_eq!(net.path(0, 2), Some(vec![0, 1, 2]));
+}
+
+#[test]
 fn malformed_and_own_packets_are_counted_and_dropped() {
     let mut node = Aodv::new(quiet(), addr(0), 1, Duration::ZERO);
     let mut out = Vec::new();
