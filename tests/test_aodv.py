@@ -91,6 +91,28 @@ def test_unreachable_destination_gets_icmp_when_discovery_fails(write):
         assert lab["n0"].run(["ping", "-c", "1", "-W", "5", "n1"], timeout=10).returncode == 0
 
 
+def test_a_neighbour_that_left_takes_its_kernel_route_with_it(write):
+    # n1 walks out of range; once n0 declares the link broken, its direct
+    # (scope link) route must leave the kernel too, or the kernel keeps
+    # trying to reach n1 on the link and aodvd never hears of the packets.
+    topology = write("leaving.yaml", "name: aodvleave\nseed: 2\n"
+                                     "routing: {aodv: {expanding_ring_search: false, rreq_retries: 0}}\n"
+                                     "generate: {kind: chain, n: 2, spacing: 200m}\n"
+                                     "nodes:\n  n1: {mobility: {model: setdest, moves: "
+                                     "[{at: 3s, to: [1200m, 0m], speed: 200m/s}]}}\n")
+    with Lab.from_file(topology) as lab:
+        wait_hellos(lab, 1.5)
+        assert "10.0.0.2 dev" in lab["n0"].run(["ip", "route", "show", "proto", "173"], check=True).stdout
+        deadline = time.monotonic() + 15
+        while not [e for e in events(lab, "n0") if e["event"] == "route_removed" and e["dst"] == "10.0.0.2"]:
+            assert time.monotonic() < deadline, events(lab, "n0")
+            time.sleep(0.2)
+        assert "10.0.0.2 " not in lab["n0"].run(["ip", "route", "show", "proto", "173"], check=True).stdout
+        result = lab["n0"].run(["ping", "-c", "1", "-W", "8", "n1"], timeout=30)
+        assert "Destination Host Unreachable" in result.stdout, result.stdout
+        assert [e for e in events(lab, "n0") if e["event"] == "discovery_failed" and e["dst"] == "10.0.0.2"]
+
+
 # The paper's Fig. 1, 200 m apart: A=n0 ... E=n4; F joins between D and E
 # (at 5 s); E leaves D at 10 m/s from 8 s, out of D's 250 m range at 13 s,
 # still in F's. A Reno bulk transfer A -> E runs throughout.

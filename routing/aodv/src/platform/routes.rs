@@ -129,9 +129,11 @@ impl RouteTable {
         route
     }
 
-    /// `ip route del DST/32 proto 173`; a route already gone is fine.
+    /// `ip route del DST/32 proto 173`; a route already gone is fine. Any
+    /// scope, as `ip route del` asks: the kernel deletes only a route of the
+    /// scope given, and a neighbour's direct route is scope link.
     pub fn delete_host_route(&mut self, dst: Ipv4Addr) -> Result<(), RouteError> {
-        let route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::Universe);
+        let route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::NoWhere);
         self.delete(route, format!("deleting the route to {dst}"))
     }
 
@@ -164,7 +166,7 @@ impl RouteTable {
     pub fn delete_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr) -> Result<(), RouteError> {
         let Some(&table) = self.source_tables.get(&src) else { return Ok(()) };
         self.pair_routes.remove(&(src, dst));
-        let mut route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::Universe);
+        let mut route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::NoWhere);
         route.header.table = RouteHeader::RT_TABLE_UNSPEC;
         route.attributes.push(RouteAttribute::Table(table));
         self.delete(route, format!("deleting the route from {src} to {dst}"))
