@@ -30,8 +30,7 @@ use crate::link_feedback::{arp_table, LinkLayer};
 use crate::route_use::{self, RecentList};
 use crate::routes::{Interface, RouteTable};
 use crate::schedule::{OnChange, Schedule};
-use crate::DataPath;
-use crate::{Counters, Input, Output, Protocol};
+use crate::{Counters, DataPath, Input, Output, Protocol};
 
 /// Bytes of each queued packet copied to us: the IPv4 header is enough.
 const COPY_RANGE: u32 = 128;
