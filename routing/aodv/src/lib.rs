@@ -1,13 +1,19 @@
-//! AODV (RFC 3561) routing daemon: sans-IO protocol core and the aodvd program.
+//! AODV (RFC 3561) as a sans-IO protocol core for the on-demand routing
+//! platform (`meshemu-ondemand`), which runs it as the aodvd program.
 //!
-//! - [`aodv`]: the AODV message codec, parameters and state machine (no I/O, no clock);
-//! - [`ondemand`]: what any on-demand protocol core exchanges with its daemon
-//!   (inputs, outputs, counters), shared with sibling protocols;
-//! - [`platform`]: the Linux side a daemon of such a protocol needs: kernel
-//!   routes over netlink, NFQUEUE holding of packets without a route, the
-//!   control socket, route-use and link-layer-feedback readers, the counters
-//!   file and the event loop.
+//! - [`packet`]: the message codec;
+//! - [`config`]: the parameters (RFC 3561 section 10) and presets;
+//! - [`core`]: the state machine ([`Aodv`], a [`meshemu_ondemand::Protocol`]);
+//! - [`event`]: what it reports to the event log.
 
-pub mod aodv;
-pub mod ondemand;
-pub mod platform;
+pub mod config;
+pub mod core;
+pub mod event;
+pub mod packet;
+
+pub use crate::config::{Config, ConfigError, RepairRule, RreqBackoff};
+pub use crate::core::Aodv;
+pub use crate::event::Event;
+
+/// What the AODV core asks its daemon to do.
+pub type Output = meshemu_ondemand::Output<Event>;

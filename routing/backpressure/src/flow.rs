@@ -4,9 +4,8 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
+use meshemu_netutil::ipv4::Ipv4Summary;
 use serde::{Serialize, Serializer};
-
-use crate::packet::Ipv4Summary;
 
 /// What makes two packets the same flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -124,7 +123,8 @@ pub fn global_key(by: ClassifyBy, header: &Ipv4Summary) -> Option<FlowKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{parse_ipv4, tests::ipv4};
+    use crate::packet::tests::ipv4;
+    use meshemu_netutil::ipv4::parse_ipv4;
 
     const ME: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
     const NEXT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);

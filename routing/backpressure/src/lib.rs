@@ -3,7 +3,8 @@
 //! packets from NFQUEUE and gives them back in the order and at the time this
 //! library decides.
 //!
-//! - [`packet`]: the IPv4 fields the queueing reads, from untrusted bytes;
+//! - [`packet`]: a packet's fingerprint (its header fields are read by
+//!   `meshemu_netutil::ipv4`);
 //! - [`flow`]: classification by IP source, IP destination, next hop or
 //!   previous hop;
 //! - [`scheduler`]: per-flow queues, round-robin, buffer limits, release

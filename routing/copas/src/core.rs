@@ -14,13 +14,14 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use meshemu_aodv::ondemand::{Counters, Event, Input, Output, Protocol, BROADCAST};
+use meshemu_ondemand::{Counters, Input, Protocol, BROADCAST};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::Config;
 use crate::packet::{Hop, Message, Probe, Rerr, Role, Route, RouteAck, Rreq, BROKEN, MAX_PATH};
 use crate::select::{select_pair, select_partner, select_replacement, Candidate, Selection};
+use crate::{Event, Output};
 
 /// How long an (originator, RREQ id) is remembered against duplicates.
 const SEEN_RREQ_TIME: Duration = Duration::from_secs(10);
@@ -916,6 +917,8 @@ impl Copas {
 }
 
 impl Protocol for Copas {
+    type Event = Event;
+
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>) {
         match input {
             Input::Control { from, ttl, payload } => self.receive(now, from, ttl, payload, out),

@@ -6,9 +6,9 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use meshemu_aodv::aodv::packet::Message;
-use meshemu_aodv::aodv::{Aodv, Config};
-use meshemu_aodv::ondemand::{Input, Protocol};
+use meshemu_aodv::packet::Message;
+use meshemu_aodv::{Aodv, Config};
+use meshemu_ondemand::{Input, Protocol};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {

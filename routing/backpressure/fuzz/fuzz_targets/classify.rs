@@ -7,7 +7,8 @@ use std::net::Ipv4Addr;
 
 use libfuzzer_sys::fuzz_target;
 use meshemu_backpressure::flow::{classify, global_key, ClassifyBy, FlowKey, PreviousHop};
-use meshemu_backpressure::packet::{fingerprint, parse_ipv4};
+use meshemu_backpressure::packet::fingerprint;
+use meshemu_netutil::ipv4::parse_ipv4;
 
 fuzz_target!(|data: &[u8]| {
     let _ = fingerprint(data);

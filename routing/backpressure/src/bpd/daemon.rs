@@ -16,9 +16,11 @@ use meshemu_backpressure::beacon::Beacon;
 use meshemu_backpressure::downstream::Knowledge;
 use meshemu_backpressure::flow::{classify, global_key, PreviousHop};
 use meshemu_backpressure::histogram::{Histogram, HistogramReport};
-use meshemu_backpressure::packet::{fingerprint, parse_ipv4};
+use meshemu_backpressure::packet::fingerprint;
 use meshemu_backpressure::scheduler::{Arrival, Decision, FlowReport, Mode, Scheduler, Totals, Verdict};
 use meshemu_backpressure::Nanos;
+use meshemu_netutil::ipv4::parse_ipv4;
+use meshemu_netutil::nfqueue::{self, NfQueue};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -30,7 +32,6 @@ use serde::Serialize;
 
 use crate::cli::{Args, RadioSource, Settings};
 use crate::iptables::{self, InstalledRule};
-use crate::nfqueue::NfQueue;
 use crate::oracle::Oracle;
 use crate::overhear::Overhear;
 use crate::radio::Radio;
@@ -204,7 +205,7 @@ impl Daemon {
             (Some(path), true) => Some(Oracle::open(path, own)?),
             _ => None,
         };
-        let queue = NfQueue::open(args.queue_num, COPY_RANGE, settings.queue_maxlen, 8 << 20)
+        let queue = NfQueue::open(args.queue_num, COPY_RANGE, settings.queue_maxlen, Some(8 << 20))
             .context("opening NFQUEUE (is another daemon using this --queue-num?)")?;
         let routes = Routes::open().context("opening rtnetlink")?;
         let rule = match args.iptables {
@@ -528,7 +529,8 @@ impl Daemon {
     /// Hands the decisions to the kernel; `flush` sends even a partial batch.
     fn send_verdicts(&mut self, flush: bool) {
         for decision in self.decisions.drain(..) {
-            self.queue.verdict(decision.id, decision.verdict == Verdict::Accept);
+            let verdict = if decision.verdict == Verdict::Accept { nfqueue::Verdict::Accept } else { nfqueue::Verdict::Drop };
+            self.queue.verdict(decision.id, verdict, None);
             if self.queue.pending_verdicts() >= self.batch && self.queue.flush().is_err() {
                 self.io.verdict_send_errors += 1;
             }

@@ -4,53 +4,31 @@
 //! --queue-bypass`: POSTROUTING sees forwarded and locally generated packets
 //! after routing (so the next hop is decided); `--queue-bypass` lets packets
 //! through unqueued while no daemon listens (a crashed daemon does not cut
-//! the node off). Run as argument lists, never through a shell.
+//! the node off).
 
-use std::process::Command;
+use meshemu_netutil::iptables::{self, Rule};
 
-use anyhow::{bail, Context};
+const IPTABLES: &str = "iptables";
 
-pub const TABLE: &str = "mangle";
-pub const CHAIN: &str = "POSTROUTING";
-
-/// The match and target arguments (what follows `-A POSTROUTING`).
-pub fn rule(interface: &str, queue: u16) -> Vec<String> {
-    ["-o", interface, "-j", "NFQUEUE", "--queue-num", &queue.to_string(), "--queue-bypass"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-}
-
-fn iptables(action: &str, rule: &[String]) -> anyhow::Result<()> {
-    let output = Command::new("iptables")
-        .args(["-w", "-t", TABLE, action, CHAIN])
-        .args(rule)
-        .output()
-        .context("running iptables")?;
-    if !output.status.success() {
-        bail!(
-            "iptables -t {TABLE} {action} {CHAIN} {}: {}",
-            rule.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(())
+pub fn rule(interface: &str, queue: u16) -> Rule {
+    let queue = queue.to_string();
+    Rule::new("mangle", "POSTROUTING", &["-o", interface, "-j", "NFQUEUE", "--queue-num", &queue, "--queue-bypass"])
 }
 
 /// The rule, added now and deleted when dropped.
-pub struct InstalledRule(Vec<String>);
+pub struct InstalledRule(Rule);
 
 impl InstalledRule {
-    pub fn add(rule: Vec<String>) -> anyhow::Result<InstalledRule> {
-        iptables("-A", &rule)?;
+    pub fn add(rule: Rule) -> anyhow::Result<InstalledRule> {
+        iptables::append(IPTABLES, &rule).map_err(anyhow::Error::msg)?;
         Ok(InstalledRule(rule))
     }
 }
 
 impl Drop for InstalledRule {
     fn drop(&mut self) {
-        if let Err(e) = iptables("-D", &self.0) {
-            eprintln!("bpd: {e:#}");
+        if let Err(e) = iptables::delete(IPTABLES, &self.0) {
+            eprintln!("bpd: {e}");
         }
     }
 }

@@ -4,7 +4,6 @@
 mod cli;
 mod daemon;
 mod iptables;
-mod nfqueue;
 mod oracle;
 mod overhear;
 mod radio;

@@ -8,11 +8,12 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use netlink_packet_core::{NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
+use meshemu_netutil::rtnetlink::{parse_messages, RouteSocket};
+use netlink_packet_core::NLM_F_DUMP;
 use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 
 // linux/rtnetlink.h multicast groups (numbers, not bit masks)
 const RTNLGRP_NEIGH: u32 = 3;
@@ -28,12 +29,11 @@ pub enum Route {
 }
 
 pub struct Routes {
-    requests: Socket,
+    requests: RouteSocket,
     events: Socket,
     buffer: Vec<u8>,
     cache: HashMap<Ipv4Addr, Route>,
     neighbours: HashMap<[u8; 6], Ipv4Addr>,
-    sequence: u32,
     /// Route lookups that reached the kernel (cache misses).
     pub lookups: u64,
 }
@@ -41,9 +41,7 @@ pub struct Routes {
 impl Routes {
     /// Opens the sockets in the calling thread's network namespace and reads the neighbour table.
     pub fn open() -> io::Result<Routes> {
-        let mut requests = Socket::new(NETLINK_ROUTE)?;
-        requests.bind_auto()?;
-        requests.connect(&SocketAddr::new(0, 0))?;
+        let requests = RouteSocket::open()?;
         let mut events = Socket::new(NETLINK_ROUTE)?;
         events.bind_auto()?;
         events.add_membership(RTNLGRP_IPV4_ROUTE)?;
@@ -55,7 +53,6 @@ impl Routes {
             buffer: vec![0; 64 * 1024],
             cache: HashMap::new(),
             neighbours: HashMap::new(),
-            sequence: 0,
             lookups: 0,
         };
         routes.dump_neighbours()?;
@@ -146,51 +143,12 @@ impl Routes {
         Ok(())
     }
 
-    /// Sends one request and collects its replies (until the answer or NLMSG_DONE).
+    /// Sends one request and collects its replies; no route is no reply
+    /// (the kernel would not send the packet either).
     fn exchange(&mut self, request: RouteNetlinkMessage, flags: u16) -> io::Result<Vec<RouteNetlinkMessage>> {
-        self.sequence = self.sequence.wrapping_add(1);
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | flags;
-        header.sequence_number = self.sequence;
-        let mut message = NetlinkMessage::new(header, NetlinkPayload::from(request));
-        message.finalize();
-        let mut bytes = vec![0; message.buffer_len()];
-        message.serialize(&mut bytes);
-        self.requests.send(&bytes, 0)?;
-        let mut replies = Vec::new();
-        loop {
-            let size = self.requests.recv(&mut &mut self.buffer[..], 0)?;
-            let mut rest = &self.buffer[..size];
-            while let Ok(buffer) = NetlinkBuffer::new_checked(rest) {
-                let length = buffer.length() as usize;
-                let sequence = buffer.sequence_number();
-                let message = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&rest[..length]);
-                rest = &rest[((length + 3) & !3).min(rest.len())..];
-                if sequence != self.sequence {
-                    continue; // an answer to an earlier request we gave up on
-                }
-                match message.map(|m| m.payload) {
-                    Ok(NetlinkPayload::InnerMessage(reply)) => {
-                        replies.push(reply);
-                        if flags & NLM_F_DUMP == 0 {
-                            return Ok(replies);
-                        }
-                    }
-                    Ok(NetlinkPayload::Done(_)) => return Ok(replies),
-                    Ok(NetlinkPayload::Error(error)) => {
-                        return match error.code {
-                            // No route: the kernel would not send it either.
-                            Some(code) if -code.get() == libc::ENETUNREACH || -code.get() == libc::EHOSTUNREACH => {
-                                Ok(replies)
-                            }
-                            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
-                            None => Ok(replies),
-                        };
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(io::Error::other(format!("rtnetlink reply: {e}"))),
-                }
-            }
+        match self.requests.exchange(request, flags) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENETUNREACH | libc::EHOSTUNREACH)) => Ok(Vec::new()),
+            other => other,
         }
     }
 
@@ -210,18 +168,4 @@ fn neighbour_entry(neighbour: &NeighbourMessage) -> Option<([u8; 6], Ipv4Addr)> 
         }
     }
     Some((mac?, address?))
-}
-
-fn parse_messages(mut bytes: &[u8]) -> Vec<RouteNetlinkMessage> {
-    let mut messages = Vec::new();
-    while let Ok(buffer) = NetlinkBuffer::new_checked(bytes) {
-        let length = buffer.length() as usize;
-        if let Ok(NetlinkPayload::InnerMessage(message)) =
-            NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes[..length]).map(|m| m.payload)
-        {
-            messages.push(message);
-        }
-        bytes = &bytes[((length + 3) & !3).min(bytes.len())..];
-    }
-    messages
 }

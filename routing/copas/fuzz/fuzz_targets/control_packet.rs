@@ -7,9 +7,9 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use meshemu_aodv::ondemand::{Input, Protocol};
 use meshemu_copas::packet::Message;
 use meshemu_copas::{Config, Copas};
+use meshemu_ondemand::{Input, Protocol};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {

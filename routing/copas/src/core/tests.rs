@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use meshemu_aodv::ondemand::{Event, Input, Output, Protocol};
+use meshemu_ondemand::{Input, Protocol};
 
-use super::Copas;
+use crate::{Copas, Event, Output};
 use crate::config::Config;
 use crate::packet::{Message, Role, Route, ROUTE, ROUTE_ACK};
 

@@ -10,9 +10,6 @@ use std::net::Ipv4Addr;
 
 use thiserror::Error;
 
-/// The UDP port of AODV (RFC 3561 section 4).
-pub const AODV_PORT: u16 = 654;
-
 const TYPE_RREQ: u8 = 1;
 const TYPE_RREP: u8 = 2;
 const TYPE_RERR: u8 = 3;
@@ -223,6 +220,12 @@ impl Message {
 /// The most destinations one RERR carries (its count field is one byte).
 pub const MAX_RERR_DESTINATIONS: usize = 255;
 
+/// Sequence number `a` is newer than `b` (section 6.1: signed 32-bit
+/// difference, so the comparison survives wrap-around).
+pub fn seq_newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
 fn flag(set: bool, bit: u8) -> u8 {
     if set {
         bit
@@ -266,6 +269,14 @@ fn check_extensions(bytes: &[u8], mut at: usize) -> Result<(), DecodeError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn sequence_numbers_compare_across_wrap_around() {
+        assert!(seq_newer(2, 1));
+        assert!(!seq_newer(1, 2));
+        assert!(!seq_newer(5, 5));
+        assert!(seq_newer(3, u32::MAX - 2));
+    }
 
     fn ip() -> impl Strategy<Value = Ipv4Addr> {
         any::<u32>().prop_map(Ipv4Addr::from)

@@ -8,9 +8,11 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{Config, RepairRule, RreqBackoff, MAX_RREQ_TIMEOUT};
-use super::packet::{Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS};
-use crate::ondemand::{seq_newer, Counters, Event, Input, Output, Protocol, BROADCAST};
+use meshemu_ondemand::{Counters, Input, Protocol, BROADCAST};
+
+use crate::config::{Config, RepairRule, RreqBackoff, MAX_RREQ_TIMEOUT};
+use crate::packet::{seq_newer, Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS};
+use crate::{Event, Output};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -845,6 +847,8 @@ impl Aodv {
 }
 
 impl Protocol for Aodv {
+    type Event = Event;
+
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>) {
         match input {
             Input::Control { from, ttl, payload } => self.receive(now, from, ttl, payload, out),
@@ -917,3 +921,6 @@ fn millis(duration: Duration) -> u32 {
 fn jitter(rng: &mut ChaCha8Rng, max: Duration) -> Duration {
     Duration::from_nanos(rng.random_range(0..=max.as_nanos() as u64))
 }
+
+#[cfg(test)]
+mod tests;

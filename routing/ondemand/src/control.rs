@@ -11,7 +11,7 @@ use nix::sys::socket::{
     MsgFlags, SockFlag, SockType, SockaddrIn,
 };
 
-use crate::aodv::packet::AODV_PORT;
+use crate::CONTROL_PORT;
 
 pub struct ControlSocket {
     fd: OwnedFd,
@@ -31,13 +31,13 @@ impl ControlSocket {
         setsockopt(&fd, sockopt::BindToDevice, &std::ffi::OsString::from(interface))?;
         setsockopt(&fd, sockopt::Broadcast, &true)?;
         setsockopt(&fd, sockopt::Ipv4RecvTtl, &true)?;
-        bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, AODV_PORT)))?;
+        bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, CONTROL_PORT)))?;
         Ok(ControlSocket { fd, buffer: vec![0; 65536] })
     }
 
     pub fn send(&self, to: Ipv4Addr, ttl: u8, payload: &[u8]) -> io::Result<()> {
         let ttl = libc::c_int::from(ttl);
-        let destination = SockaddrIn::from(SocketAddrV4::new(to, AODV_PORT));
+        let destination = SockaddrIn::from(SocketAddrV4::new(to, CONTROL_PORT));
         sendmsg(
             self.fd.as_raw_fd(),
             &[IoSlice::new(payload)],

@@ -1,21 +1,4 @@
-//! The Linux side of an on-demand routing daemon, independent of the
-//! protocol: the kernel forwards, the daemon installs host routes
-//! ([`routes`]), holds packets that found no route in an NFQUEUE
-//! ([`nfqueue`], rules in [`iptables`]) and releases or rejects them when
-//! the protocol says so, sees route use through xt_recent ([`route_use`])
-//! and link failures through the radio statistics ([`link_feedback`]), and
-//! talks to neighbours on the [`control`] socket. [`daemon::run`] drives
-//! any [`crate::ondemand::Protocol`] with all of it.
-
-pub mod control;
-pub mod daemon;
-pub mod iptables;
-pub mod link_feedback;
-pub mod nfqueue;
-pub mod route_use;
-pub mod routes;
-pub mod schedule;
-pub mod settings;
+//! The `[daemon]` table of a daemon's config file: the data path's settings.
 
 use std::path::PathBuf;
 

@@ -1,23 +1,20 @@
 //! Kernel routes over rtnetlink: host routes the protocol installs (tagged
 //! with our own routing protocol number so leftovers of a crashed daemon
 //! are found), and the catch-all subnet route with a realm that sends
-//! packets without a host route to the NFQUEUE (see [`super::iptables`]).
+//! packets without a host route to the NFQUEUE (see [`crate::iptables`]).
 
+use std::collections::HashMap;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
-use netlink_packet_core::{
-    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_REPLACE, NLM_F_REQUEST,
-};
+use meshemu_netutil::rtnetlink::{NetlinkError, RouteSocket};
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_REPLACE};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteMetric, RouteProtocol, RouteRealm,
     RouteScope, RouteType,
 };
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use std::collections::HashMap;
-use std::net::IpAddr;
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 /// The routing protocol number on our routes (`ip route show proto 173`).
 pub const ROUTE_PROTOCOL: u8 = 173;
@@ -26,14 +23,6 @@ pub const ROUTE_PROTOCOL: u8 = 173;
 pub const PAIR_RULE_PRIORITY: u32 = 1730;
 /// Tables of per-source routes are numbered from here (`ip route show table 17300`).
 pub const PAIR_TABLE_BASE: u32 = 17300;
-
-/// A kernel request that failed: what it was and the kernel's error.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {source}")]
-pub struct RouteError {
-    pub what: String,
-    pub source: io::Error,
-}
 
 /// The interface the routes go through and the subnet of its address.
 #[derive(Clone, Copy, Debug)]
@@ -52,10 +41,8 @@ impl Interface {
 
 /// An rtnetlink socket in the calling thread's network namespace.
 pub struct RouteTable {
-    socket: Socket,
+    socket: RouteSocket,
     interface: Interface,
-    sequence: u32,
-    buffer: Vec<u8>,
     /// Per-(source, destination) routes: the table of each source (one
     /// `from SRC` rule each) and the next hop of each pair installed.
     source_tables: HashMap<Ipv4Addr, u32>,
@@ -67,14 +54,9 @@ pub struct RouteTable {
 
 impl RouteTable {
     pub fn open(interface: Interface) -> io::Result<RouteTable> {
-        let mut socket = Socket::new(NETLINK_ROUTE)?;
-        socket.bind_auto()?;
-        socket.connect(&SocketAddr::new(0, 0))?;
         Ok(RouteTable {
-            socket,
+            socket: RouteSocket::open()?,
             interface,
-            sequence: 0,
-            buffer: vec![0; 64 * 1024],
             source_tables: HashMap::new(),
             pair_routes: HashMap::new(),
             quickack: false,
@@ -87,11 +69,11 @@ impl RouteTable {
     }
 
     /// `ip route replace ROUTE [quickack 1]`.
-    fn add(&mut self, mut route: RouteMessage, what: String) -> Result<(), RouteError> {
+    fn add(&mut self, mut route: RouteMessage, what: String) -> Result<(), NetlinkError> {
         if self.quickack {
             route.attributes.push(RouteAttribute::Metrics(vec![RouteMetric::QuickAck(1)]));
         }
-        self.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
+        self.socket.request(RouteNetlinkMessage::NewRoute(route), NLM_F_CREATE | NLM_F_REPLACE, what)
     }
 
     fn route(&self, dst: Ipv4Addr, prefix_len: u8, protocol: RouteProtocol, scope: RouteScope) -> RouteMessage {
@@ -110,7 +92,7 @@ impl RouteTable {
     }
 
     /// `ip route replace DST/32 [via NEXT_HOP onlink] dev IF proto 173`.
-    pub fn set_host_route(&mut self, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<(), RouteError> {
+    pub fn set_host_route(&mut self, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<(), NetlinkError> {
         let route = self.host_route(dst, next_hop);
         let what = format!("route to {dst} via {next_hop}");
         self.add(route, what)
@@ -132,7 +114,7 @@ impl RouteTable {
     /// `ip route del DST/32 proto 173`; a route already gone is fine. Any
     /// scope, as `ip route del` asks: the kernel deletes only a route of the
     /// scope given, and a neighbour's direct route is scope link.
-    pub fn delete_host_route(&mut self, dst: Ipv4Addr) -> Result<(), RouteError> {
+    pub fn delete_host_route(&mut self, dst: Ipv4Addr) -> Result<(), NetlinkError> {
         let route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::NoWhere);
         self.delete(route, format!("deleting the route to {dst}"))
     }
@@ -140,7 +122,7 @@ impl RouteTable {
     /// Packets from `src` to `dst` go to `next_hop`: a route in the table of
     /// `src` (made, with its rule `from SRC/32 lookup TABLE`, on first use).
     /// Returns whether the pair had no route before.
-    pub fn set_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<bool, RouteError> {
+    pub fn set_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr, next_hop: Ipv4Addr) -> Result<bool, NetlinkError> {
         if self.pair_routes.get(&(src, dst)) == Some(&next_hop) {
             return Ok(false);
         }
@@ -149,7 +131,7 @@ impl RouteTable {
             None => {
                 let table = PAIR_TABLE_BASE + self.source_tables.len() as u32;
                 let what = format!("adding the rule from {src} lookup {table}");
-                self.request(RouteNetlinkMessage::NewRule(source_rule(src, table)), NLM_F_CREATE, what)?;
+                self.socket.request(RouteNetlinkMessage::NewRule(source_rule(src, table)), NLM_F_CREATE, what)?;
                 self.source_tables.insert(src, table);
                 table
             }
@@ -163,7 +145,7 @@ impl RouteTable {
     }
 
     /// Removes the route of packets from `src` to `dst`; one already gone is fine.
-    pub fn delete_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr) -> Result<(), RouteError> {
+    pub fn delete_pair_route(&mut self, src: Ipv4Addr, dst: Ipv4Addr) -> Result<(), NetlinkError> {
         let Some(&table) = self.source_tables.get(&src) else { return Ok(()) };
         self.pair_routes.remove(&(src, dst));
         let mut route = self.route(dst, 32, RouteProtocol::Other(ROUTE_PROTOCOL), RouteScope::NoWhere);
@@ -175,20 +157,15 @@ impl RouteTable {
     /// Deletes every policy rule at [`PAIR_RULE_PRIORITY`] and every route of
     /// ours in the tables they point to (a crashed daemon's leftovers, or
     /// ours at exit). Returns how many rules.
-    pub fn flush_pair_routes(&mut self) -> Result<usize, RouteError> {
+    pub fn flush_pair_routes(&mut self) -> Result<usize, NetlinkError> {
         let mut dump = RuleMessage::default();
         dump.header.family = AddressFamily::Inet;
-        let mut rules = Vec::new();
-        let result = self.send(RouteNetlinkMessage::GetRule(dump), NLM_F_DUMP).and_then(|sequence| {
-            self.receive(sequence, |reply| {
-                if let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRule(rule)) = reply.payload {
-                    rules.push(rule);
-                }
-            })
-        });
-        result.map_err(|source| RouteError { what: "listing policy rules".into(), source })?;
-        let ours: Vec<RuleMessage> = rules
+        let ours: Vec<RuleMessage> = (self.socket.dump(RouteNetlinkMessage::GetRule(dump), "listing policy rules")?)
             .into_iter()
+            .filter_map(|reply| match reply {
+                RouteNetlinkMessage::NewRule(rule) => Some(rule),
+                _ => None,
+            })
             .filter(|rule| rule.attributes.contains(&RuleAttribute::Priority(PAIR_RULE_PRIORITY)))
             .collect();
         let tables: Vec<u32> = ours
@@ -197,7 +174,7 @@ impl RouteTable {
             .collect();
         for rule in &ours {
             let what = "deleting a policy rule".to_string();
-            match self.request(RouteNetlinkMessage::DelRule(rule.clone()), 0, what) {
+            match self.socket.request(RouteNetlinkMessage::DelRule(rule.clone()), 0, what) {
                 Err(error) if matches!(error.source.raw_os_error(), Some(libc::ENOENT)) => {}
                 other => other?,
             }
@@ -218,7 +195,7 @@ impl RouteTable {
 
     /// Replaces the connected subnet route by one with `realm`: packets to
     /// the subnet without a host route take it and the realm match finds them.
-    pub fn install_catch_all(&mut self, realm: u16) -> Result<(), RouteError> {
+    pub fn install_catch_all(&mut self, realm: u16) -> Result<(), NetlinkError> {
         let connected = self.connected_route(RouteProtocol::Kernel, None);
         self.delete(connected, "deleting the connected subnet route".into())?;
         let catch_all = self.connected_route(RouteProtocol::Other(ROUTE_PROTOCOL), Some(realm));
@@ -227,12 +204,12 @@ impl RouteTable {
     }
 
     /// Puts the connected subnet route back as the kernel made it.
-    pub fn restore_connected(&mut self) -> Result<(), RouteError> {
+    pub fn restore_connected(&mut self) -> Result<(), NetlinkError> {
         let catch_all = self.connected_route(RouteProtocol::Other(ROUTE_PROTOCOL), None);
         self.delete(catch_all, "deleting the catch-all subnet route".into())?;
         let connected = self.connected_route(RouteProtocol::Kernel, None);
         let what = "restoring the connected subnet route".to_string();
-        self.request(RouteNetlinkMessage::NewRoute(connected), NLM_F_CREATE | NLM_F_REPLACE, what)
+        self.socket.request(RouteNetlinkMessage::NewRoute(connected), NLM_F_CREATE | NLM_F_REPLACE, what)
     }
 
     fn connected_route(&self, protocol: RouteProtocol, realm: Option<u16>) -> RouteMessage {
@@ -247,7 +224,7 @@ impl RouteTable {
 
     /// Deletes every IPv4 host route with our protocol number (a crashed
     /// daemon's leftovers, or ours at exit). Returns how many.
-    pub fn flush_host_routes(&mut self) -> Result<usize, RouteError> {
+    pub fn flush_host_routes(&mut self) -> Result<usize, NetlinkError> {
         let mut dump = RouteMessage::default();
         dump.header.address_family = AddressFamily::Inet;
         let what = "listing routes".to_string();
@@ -272,76 +249,23 @@ impl RouteTable {
         Ok(ours.len())
     }
 
-    fn delete(&mut self, route: RouteMessage, what: String) -> Result<(), RouteError> {
-        match self.request(RouteNetlinkMessage::DelRoute(route), 0, what) {
+    fn delete(&mut self, route: RouteMessage, what: String) -> Result<(), NetlinkError> {
+        match self.socket.request(RouteNetlinkMessage::DelRoute(route), 0, what) {
             Err(error) if matches!(error.source.raw_os_error(), Some(libc::ESRCH | libc::ENOENT)) => Ok(()),
             other => other,
         }
     }
 
-    fn send(&mut self, message: RouteNetlinkMessage, flags: u16) -> Result<u32, io::Error> {
-        self.sequence = self.sequence.wrapping_add(1);
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | flags;
-        header.sequence_number = self.sequence;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::from(message));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        self.socket.send(&bytes, 0)?;
-        Ok(self.sequence)
-    }
-
-    /// Receives the replies to request `sequence`, calling `each` on every
-    /// message, until the acknowledgement or the end of a dump.
-    fn receive(
-        &mut self,
-        sequence: u32,
-        mut each: impl FnMut(NetlinkMessage<RouteNetlinkMessage>),
-    ) -> Result<(), io::Error> {
-        loop {
-            let size = self.socket.recv(&mut &mut self.buffer[..], 0)?;
-            let mut rest = &self.buffer[..size];
-            while !rest.is_empty() {
-                let length = NetlinkBuffer::new_checked(rest)
-                    .map(|b| b.length() as usize)
-                    .map_err(|e| io::Error::other(e.to_string()))?;
-                let message = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&rest[..length.min(rest.len())])
-                    .map_err(|e| io::Error::other(e.to_string()))?;
-                rest = &rest[((length + 3) & !3).min(rest.len())..];
-                if message.header.sequence_number != sequence {
-                    continue;
-                }
-                match message.payload {
-                    NetlinkPayload::Error(error) => {
-                        return match error.code {
-                            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
-                            None => Ok(()),
-                        };
-                    }
-                    NetlinkPayload::Done(_) => return Ok(()),
-                    _ => each(message),
-                }
-            }
-        }
-    }
-
-    fn request(&mut self, message: RouteNetlinkMessage, flags: u16, what: String) -> Result<(), RouteError> {
-        let result = self.send(message, flags | NLM_F_ACK).and_then(|sequence| self.receive(sequence, |_| {}));
-        result.map_err(|source| RouteError { what, source })
-    }
-
-    fn dump(&mut self, message: RouteNetlinkMessage, what: &str) -> Result<Vec<RouteMessage>, RouteError> {
-        let mut routes = Vec::new();
-        let result = self.send(message, NLM_F_DUMP).and_then(|sequence| {
-            self.receive(sequence, |reply| {
-                if let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRoute(route)) = reply.payload {
-                    routes.push(route);
-                }
+    /// The routes a route dump lists.
+    fn dump(&mut self, message: RouteNetlinkMessage, what: &str) -> Result<Vec<RouteMessage>, NetlinkError> {
+        let replies = self.socket.dump(message, what)?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|reply| match reply {
+                RouteNetlinkMessage::NewRoute(route) => Some(route),
+                _ => None,
             })
-        });
-        result.map_err(|source| RouteError { what: what.to_string(), source })?;
-        Ok(routes)
+            .collect())
     }
 }
 

@@ -1,13 +1,8 @@
-//! What an on-demand routing protocol core exchanges with the daemon that
-//! runs it, independent of the protocol: AODV speaks it, and so can a sibling
-//! (COPAS) with other messages and route choices.
-//!
-//! A core is sans-IO: it is given the time (a [`Duration`] since the daemon
-//! started) with every input, never reads a clock, and answers with
-//! [`Output`]s. The daemon ([`crate::platform`]) turns outputs into packets,
-//! kernel routes and verdicts on held packets.
+//! The contract between a protocol core and the daemon that runs it (see
+//! the crate documentation).
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -15,6 +10,10 @@ use serde::Serialize;
 
 /// The limited broadcast address control packets go to.
 pub const BROADCAST: Ipv4Addr = Ipv4Addr::BROADCAST;
+
+/// The UDP port of control packets: AODV's (RFC 3561 section 4), which its
+/// siblings share so the data path's rules stay the same.
+pub const CONTROL_PORT: u16 = 654;
 
 /// Something that happened, for the core.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,9 +42,9 @@ pub enum Input<'a> {
     MacBackoffs { total: u64 },
 }
 
-/// What the core wants done.
+/// What the core wants done; `E` is the protocol's event type.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Output {
+pub enum Output<E> {
     /// Send a control packet to a neighbour or to [`BROADCAST`] with this IP TTL.
     Send { to: Ipv4Addr, ttl: u8, payload: Vec<u8> },
     /// Install (or replace) the kernel host route to `dst`.
@@ -64,37 +63,7 @@ pub enum Output {
     /// Drop the frames the link layer still holds for this neighbour.
     Flush { neighbor: Ipv4Addr },
     /// A protocol event worth a log line (and an experiment's timeline).
-    Event(Event),
-}
-
-/// Protocol events for the structured log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    DiscoveryStarted { dst: Ipv4Addr },
-    RreqSent { dst: Ipv4Addr, ttl: u8, attempt: u32 },
-    DiscoverySucceeded { dst: Ipv4Addr, hops: u8, elapsed_ms: u64 },
-    DiscoveryFailed { dst: Ipv4Addr, elapsed_ms: u64 },
-    RouteAdded { dst: Ipv4Addr, next_hop: Ipv4Addr, hops: u8 },
-    RouteRemoved { dst: Ipv4Addr, reason: &'static str },
-    LinkBroken { neighbor: Ipv4Addr, cause: &'static str },
-    RerrSent { to: Ipv4Addr, unreachable: Vec<Ipv4Addr> },
-    RerrReceived { from: Ipv4Addr, unreachable: Vec<Ipv4Addr> },
-    LocalRepairStarted { dst: Ipv4Addr },
-    Malformed { from: Ipv4Addr, error: String },
-    /// COPAS: a path of the pair (src, dst) chosen for a role (forward:
-    /// src to dst; reverse: dst to src), listed from src to dst; `cause`:
-    /// discovery, contention, rerr; contention in hundredths of a backoff.
-    PathSelected { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, path: Vec<Ipv4Addr>, contention_centi: u32, cause: &'static str },
-    /// COPAS: this end sends the role's traffic over the pair's other path now.
-    PathSwitched { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, cause: &'static str },
-    /// COPAS: a probe showed a relay above the threshold; a reroute starts.
-    ContentionHigh { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, max_centi: u32, sum_centi: u32 },
-    /// COPAS: no candidate path was disjoint, similarly long and less contended.
-    RerouteDeclined { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, candidates: usize },
-    /// COPAS: a ROUTE for the pair's path (listed from src to dst) was never
-    /// acknowledged by `next_hop`, after `transmissions` tries: it died here.
-    RouteAbandoned { src: Ipv4Addr, dst: Ipv4Addr, role: &'static str, next_hop: Ipv4Addr, path: Vec<Ipv4Addr>, transmissions: u32 },
+    Event(E),
 }
 
 /// Packets and bytes of one kind. Bytes are IP packet bytes: the control
@@ -156,9 +125,12 @@ impl Counters {
 
 /// A protocol core the daemon can run.
 pub trait Protocol {
+    /// The protocol's events: each serialises to a JSON object tagged by
+    /// its `event` field (`#[serde(tag = "event")]`), a line of the event file.
+    type Event: Serialize + Debug;
     /// Process one input at `now`; outputs are appended to `out` in the
     /// order they must be carried out.
-    fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>);
+    fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output<Self::Event>>);
     /// When the core next needs an [`Input::Tick`] (None: no timer pending).
     fn poll_at(&self) -> Option<Duration>;
     /// The last data packet to `dst` that left this node had travelled
@@ -170,23 +142,9 @@ pub trait Protocol {
     fn counters_mut(&mut self) -> &mut Counters;
 }
 
-/// Sequence number `a` is newer than `b` (RFC 3561 section 6.1: signed
-/// 32-bit difference, so the comparison survives wrap-around).
-pub fn seq_newer(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sequence_numbers_compare_across_wrap_around() {
-        assert!(seq_newer(2, 1));
-        assert!(!seq_newer(1, 2));
-        assert!(!seq_newer(5, 5));
-        assert!(seq_newer(3, u32::MAX - 2));
-    }
 
     #[test]
     fn overhead_sums_every_kind() {

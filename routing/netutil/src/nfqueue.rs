@@ -1,10 +1,12 @@
 //! The NFQUEUE protocol (nfnetlink_queue) on a netlink socket: bind a queue,
-//! receive packet messages in batches, send verdicts (several in one send).
+//! receive packet messages in batches, send verdicts (with a new mark if
+//! asked; several in one send).
 //!
-//! Written here rather than taken from the `nfq` crate: `bpd` multiplexes the
-//! queue with other sockets in one epoll loop (nfq 0.2 exposes no file
-//! descriptor), sends many verdicts per system call (nfq sends one each), and
-//! must never panic on a message it did not expect (nfq asserts). The netlink
+//! Written here rather than taken from the `nfq` crate: the daemons poll the
+//! queue with their other sockets in one loop (nfq 0.2 exposes no file
+//! descriptor), bpd sends many verdicts per system call (nfq sends one
+//! each), aodvd lets a verdict wait while later packets are read, and none
+//! may panic on a message it did not expect (nfq asserts). The netlink
 //! framing and attribute parsing come from `netlink-packet-core`.
 
 use std::io;
@@ -25,18 +27,34 @@ const NFQNL_CFG_CMD_BIND: u8 = 1;
 const NFQNL_COPY_PACKET: u8 = 2;
 const NFQA_PACKET_HDR: u16 = 1;
 const NFQA_VERDICT_HDR: u16 = 2;
+const NFQA_MARK: u16 = 3;
 const NFQA_HWADDR: u16 = 9;
 const NFQA_PAYLOAD: u16 = 10;
-const NF_DROP: u32 = 0;
-const NF_ACCEPT: u32 = 1;
 const NLMSG_HEADER: usize = 16;
 const NFGENMSG: usize = 4;
 const AF_INET: u8 = libc::AF_INET as u8;
+
+/// Netfilter hooks a queued IPv4 packet may come from.
+pub const HOOK_FORWARD: u8 = 2;
+pub const HOOK_LOCAL_OUT: u8 = 3;
+
+/// What the kernel does with a queued packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Drop = 0,
+    Accept = 1,
+    /// Run the same hook's table again (e.g. to let a mark-matching rule act).
+    Repeat = 4,
+}
 
 /// One queued packet as the kernel described it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct QueuedPacket<'a> {
     pub id: u32,
+    /// The netfilter hook it was queued from ([`HOOK_LOCAL_OUT`], ...).
+    pub hook: u8,
+    /// Its mark when queued.
+    pub mark: u32,
     /// Source MAC address of a forwarded packet (absent for our own).
     pub source_mac: Option<[u8; 6]>,
     /// The first bytes of the packet (up to the copy range).
@@ -84,15 +102,29 @@ fn finish_message(buffer: &mut [u8], start: usize) {
     buffer[start..start + 4].copy_from_slice(&length.to_ne_bytes());
 }
 
+fn push_verdict(buffer: &mut Vec<u8>, queue: u16, id: u32, verdict: Verdict, mark: Option<u32>) {
+    let start = push_header(buffer, NFQNL_MSG_VERDICT, 0, 0, queue);
+    let mut header = (verdict as u32).to_be_bytes().to_vec();
+    header.extend(id.to_be_bytes());
+    push_attribute(buffer, NFQA_VERDICT_HDR, &header);
+    if let Some(mark) = mark {
+        push_attribute(buffer, NFQA_MARK, &mark.to_be_bytes());
+    }
+    finish_message(buffer, start);
+}
+
 impl NfQueue {
     /// Binds queue `queue` of this network namespace: copies of the first
     /// `copy_range` bytes of each packet, at most `max_len` packets waiting in
-    /// the kernel, a socket receive buffer of `socket_buffer` bytes.
-    pub fn open(queue: u16, copy_range: u32, max_len: u32, socket_buffer: usize) -> io::Result<NfQueue> {
+    /// the kernel, a socket receive buffer of `socket_buffer` bytes (None:
+    /// the system's default).
+    pub fn open(queue: u16, copy_range: u32, max_len: u32, socket_buffer: Option<usize>) -> io::Result<NfQueue> {
         let mut socket = Socket::new(NETLINK_NETFILTER)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
-        set_receive_buffer(socket.as_raw_fd(), socket_buffer)?;
+        if let Some(bytes) = socket_buffer {
+            set_receive_buffer(socket.as_raw_fd(), bytes)?;
+        }
         socket.set_no_enobufs(false)?;
         let mut nfq = NfQueue {
             socket,
@@ -165,14 +197,10 @@ impl NfQueue {
         packets
     }
 
-    /// Adds a verdict to the next [`flush`](Self::flush).
-    pub fn verdict(&mut self, id: u32, accept: bool) {
-        let start = push_header(&mut self.verdicts, NFQNL_MSG_VERDICT, 0, 0, self.queue);
-        let verdict = if accept { NF_ACCEPT } else { NF_DROP };
-        let mut header = verdict.to_be_bytes().to_vec();
-        header.extend(id.to_be_bytes());
-        push_attribute(&mut self.verdicts, NFQA_VERDICT_HDR, &header);
-        finish_message(&mut self.verdicts, start);
+    /// Adds a verdict to the next [`flush`](Self::flush); with `mark`, the
+    /// packet's mark becomes that.
+    pub fn verdict(&mut self, id: u32, verdict: Verdict, mark: Option<u32>) {
+        push_verdict(&mut self.verdicts, self.queue, id, verdict, mark);
         self.pending_verdicts += 1;
     }
 
@@ -252,7 +280,8 @@ pub fn parse_batch(mut bytes: &[u8]) -> (Vec<QueuedPacket<'_>>, u64) {
 
 fn parse_packet(message: &[u8]) -> Option<QueuedPacket<'_>> {
     let attributes = message.get(NFGENMSG..)?;
-    let mut id = None;
+    let mut header = None;
+    let mut mark = 0;
     let mut source_mac = None;
     let mut payload: &[u8] = &[];
     for attribute in NlasIterator::new(attributes) {
@@ -261,7 +290,9 @@ fn parse_packet(message: &[u8]) -> Option<QueuedPacket<'_>> {
         // new_checked made sure 4 <= length <= the bytes there.
         let value = &attribute.into_inner()[4..length];
         match kind {
-            NFQA_PACKET_HDR => id = Some(u32::from_be_bytes(value.get(..4)?.try_into().ok()?)),
+            // struct nfqnl_msg_packet_hdr: be32 packet id, be16 hw protocol, u8 hook
+            NFQA_PACKET_HDR => header = Some((u32::from_be_bytes(value.get(..4)?.try_into().ok()?), *value.get(6)?)),
+            NFQA_MARK => mark = u32::from_be_bytes(value.get(..4)?.try_into().ok()?),
             NFQA_HWADDR => {
                 // struct nfqnl_msg_packet_hw: be16 length, 2 bytes padding, 8 bytes address
                 let length = u16::from_be_bytes(value.get(..2)?.try_into().ok()?);
@@ -273,7 +304,8 @@ fn parse_packet(message: &[u8]) -> Option<QueuedPacket<'_>> {
             _ => {}
         }
     }
-    Some(QueuedPacket { id: id?, source_mac, payload })
+    let (id, hook) = header?;
+    Some(QueuedPacket { id, hook, mark, source_mac, payload })
 }
 
 #[cfg(test)]
@@ -286,6 +318,7 @@ mod tests {
         let mut header = id.to_be_bytes().to_vec();
         header.extend([8, 0, 4]); // hw protocol IPv4, hook POSTROUTING
         push_attribute(&mut bytes, NFQA_PACKET_HDR, &header);
+        push_attribute(&mut bytes, NFQA_MARK, &0x100u32.to_be_bytes());
         if let Some(mac) = mac {
             let mut hw = vec![0, 6, 0, 0];
             hw.extend(mac);
@@ -303,7 +336,8 @@ mod tests {
         batch.extend(packet_message(8, None, &[0x45; 41]));
         let (packets, unexpected) = parse_batch(&batch);
         assert_eq!(unexpected, 0);
-        assert_eq!(packets[0], QueuedPacket { id: 7, source_mac: Some([2, 0, 0, 0, 0, 3]), payload: &[0x45, 1, 2] });
+        let first = QueuedPacket { id: 7, hook: 4, mark: 0x100, source_mac: Some([2, 0, 0, 0, 0, 3]), payload: &[0x45, 1, 2] };
+        assert_eq!(packets[0], first);
         assert_eq!((packets[1].id, packets[1].source_mac, packets[1].payload.len()), (8, None, 41));
     }
 
@@ -321,12 +355,21 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_carries_its_mark() {
+        let mut bytes = Vec::new();
+        push_verdict(&mut bytes, 3, 9, Verdict::Repeat, Some(0x4000_0000));
+        assert_eq!(bytes.len(), 16 + 4 + 12 + 8);
+        assert_eq!(&bytes[24..32], &[0, 0, 0, 4, 0, 0, 0, 9], "verdict NF_REPEAT for packet 9");
+        assert_eq!(&bytes[32..34], &8u16.to_ne_bytes(), "mark attribute: 8 bytes");
+        assert_eq!(&bytes[34..36], &NFQA_MARK.to_ne_bytes());
+        assert_eq!(&bytes[36..40], &[0x40, 0, 0, 0]);
+    }
+
+    #[test]
     fn verdicts_are_packed_back_to_back() {
         let mut bytes = Vec::new();
         for id in [5, 6] {
-            let start = push_header(&mut bytes, NFQNL_MSG_VERDICT, 0, 0, 3);
-            push_attribute(&mut bytes, NFQA_VERDICT_HDR, &[0, 0, 0, 1, 0, 0, 0, id]);
-            finish_message(&mut bytes, start);
+            push_verdict(&mut bytes, 3, id, Verdict::Accept, None);
         }
         assert_eq!(bytes.len(), 2 * (16 + 4 + 12));
         let first = NetlinkBuffer::new_checked(&bytes[..]).unwrap();

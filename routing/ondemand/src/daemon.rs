@@ -1,6 +1,6 @@
 //! The event loop: one thread polls the control socket, the NFQUEUE, a
 //! signalfd and the link layer's change notifications, with the protocol's
-//! next timer and the loop's own deadlines ([`super::schedule`]: route use
+//! next timer and the loop's own deadlines ([`crate::schedule`]: route use
 //! while routes exist, link feedback after a change, the counters file
 //! after it changed) as the poll timeout; with nothing to do it sleeps
 //! until an event. The protocol core sees time as the monotonic clock
@@ -15,21 +15,22 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
+use meshemu_netutil::iptables::Rule;
+use meshemu_netutil::ipv4::parse_ipv4;
+use meshemu_netutil::nfqueue::{NfQueue, Verdict, HOOK_LOCAL_OUT};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use serde::Serialize;
 use tracing::{error, info, warn};
 
-use super::control::ControlSocket;
-use super::iptables::{self, Rule, RECENT_DESTINATIONS, RECENT_SOURCES};
-use super::link_feedback::{arp_table, LinkLayer};
-use super::nfqueue::{PacketQueue, Verdict, HOOK_LOCAL_OUT};
-use super::route_use::{self, RecentList};
-use super::routes::{Interface, RouteTable};
-use super::schedule::{OnChange, Schedule};
-use super::DataPath;
-use crate::ondemand::{Counters, Event, Input, Output, Protocol};
+use crate::control::ControlSocket;
+use crate::iptables::{self, RECENT_DESTINATIONS, RECENT_SOURCES};
+use crate::link_feedback::{arp_table, LinkLayer};
+use crate::route_use::{self, RecentList};
+use crate::routes::{Interface, RouteTable};
+use crate::schedule::{OnChange, Schedule};
+use crate::{Counters, DataPath, Input, Output, Protocol};
 
 /// Bytes of each queued packet copied to us: the IPv4 header is enough.
 const COPY_RANGE: u32 = 128;
@@ -68,7 +69,7 @@ struct Platform {
     interface: Interface,
     rules: Vec<Rule>,
     control: ControlSocket,
-    queue: PacketQueue,
+    queue: NfQueue,
     routes: RouteTable,
     /// Held packets by destination: (packet id, mark when queued).
     held: HashMap<Ipv4Addr, Vec<(u32, u32)>>,
@@ -100,8 +101,7 @@ pub fn run<P: Protocol>(
         .context("creating the signalfd")?;
 
     let control = ControlSocket::bind(&config.interface).context("binding UDP port 654")?;
-    let queue = PacketQueue::bind(config.queue, COPY_RANGE, QUEUE_MAX_LEN)
-        .with_context(|| format!("binding NFQUEUE {}", config.queue))?;
+    let queue = NfQueue::open(config.queue, COPY_RANGE, QUEUE_MAX_LEN, None)?;
     let mut routes = RouteTable::open(interface).context("opening rtnetlink")?;
     routes.set_quickack(config.quickack);
     let leftovers = routes.flush_host_routes()? + routes.flush_pair_routes()?;
@@ -133,7 +133,7 @@ pub fn run<P: Protocol>(
         config,
     };
     // Rules before the catch-all route: from then on, no packet leaves on it unseen.
-    iptables::add(&platform.config.iptables, &platform.rules).map_err(|e| anyhow!(e))?;
+    meshemu_netutil::iptables::add(&platform.config.iptables, &platform.rules).map_err(|e| anyhow!(e))?;
     let result = platform
         .routes
         .install_catch_all(platform.config.realm)
@@ -255,7 +255,7 @@ impl Platform {
         (protocol.counters().clone(), self.installed)
     }
 
-    fn receive_control<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
+    fn receive_control<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output<P::Event>>) {
         loop {
             let now = self.now();
             match self.control.receive() {
@@ -272,49 +272,64 @@ impl Platform {
         self.carry_out(protocol, out);
     }
 
-    fn receive_queued<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
-        let packets = match self.queue.receive() {
-            Ok(packets) => packets,
-            Err(error) => {
+    fn receive_queued<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output<P::Event>>) {
+        loop {
+            let overruns = self.queue.overruns;
+            match self.queue.receive() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => {
+                    warn!(%error, "reading the NFQUEUE");
+                    break;
+                }
+            }
+            if self.queue.overruns > overruns {
                 // ENOBUFS: the kernel dropped packets for us; later ones still come.
-                warn!(%error, "reading the NFQUEUE");
-                return;
+                warn!("NFQUEUE overrun: the kernel dropped queued packets");
             }
-        };
-        for packet in packets {
-            let now = self.now();
-            let Some((src, dst)) = ipv4_addresses(&packet.payload) else {
-                self.verdict(packet.id, Verdict::Drop, None);
-                continue;
-            };
-            if packet.hook != HOOK_LOCAL_OUT {
-                self.verdict(packet.id, Verdict::Drop, None);
-                protocol.handle(now, Input::NoRoute { src, dst, local: false }, out);
-                continue;
+            // What each packet says, taken out of the queue's buffer before verdicts are given.
+            let packets: Vec<_> = self
+                .queue
+                .packets()
+                .iter()
+                .map(|p| (p.id, p.hook, p.mark, parse_ipv4(p.payload).ok().map(|h| (h.source, h.destination))))
+                .collect();
+            for (id, hook, mark, addresses) in packets {
+                let now = self.now();
+                let Some((src, dst)) = addresses else {
+                    self.verdict(id, Verdict::Drop, None);
+                    continue;
+                };
+                if hook != HOOK_LOCAL_OUT {
+                    self.verdict(id, Verdict::Drop, None);
+                    protocol.handle(now, Input::NoRoute { src, dst, local: false }, out);
+                    continue;
+                }
+                let held = self.held.entry(dst).or_default();
+                if held.len() >= self.config.max_held_per_destination {
+                    protocol.counters_mut().packets_dropped += 1;
+                    self.verdict(id, Verdict::Repeat, Some(mark | self.config.reject_mark));
+                    continue;
+                }
+                held.push((id, mark));
+                protocol.counters_mut().packets_held += 1;
+                protocol.handle(now, Input::NoRoute { src, dst, local: true }, out);
+                self.carry_out(protocol, out);
             }
-            let held = self.held.entry(dst).or_default();
-            if held.len() >= self.config.max_held_per_destination {
-                protocol.counters_mut().packets_dropped += 1;
-                let mark = packet.mark | self.config.reject_mark;
-                self.verdict(packet.id, Verdict::Repeat, Some(mark));
-                continue;
-            }
-            held.push((packet.id, packet.mark));
-            protocol.counters_mut().packets_held += 1;
-            protocol.handle(now, Input::NoRoute { src, dst, local: true }, out);
-            self.carry_out(protocol, out);
         }
         self.carry_out(protocol, out);
     }
 
+    /// One verdict, sent at once (a held packet waits for none of the others).
     fn verdict(&mut self, id: u32, verdict: Verdict, mark: Option<u32>) {
-        if let Err(error) = self.queue.verdict(id, verdict, mark) {
+        self.queue.verdict(id, verdict, mark);
+        if let Err(error) = self.queue.flush() {
             warn!(%error, id, "NFQUEUE verdict");
         }
     }
 
     /// Carries out the protocol's outputs in order.
-    fn carry_out<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output>) {
+    fn carry_out<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output<P::Event>>) {
         for output in out.drain(..) {
             match output {
                 Output::Send { to, ttl, payload } => {
@@ -422,7 +437,7 @@ impl Platform {
         }
     }
 
-    fn log_event(&mut self, event: &Event) {
+    fn log_event<E: Serialize + std::fmt::Debug>(&mut self, event: &E) {
         let elapsed = self.now();
         info!(event = ?event, "protocol event");
         let Some(file) = self.events.as_mut() else { return };
@@ -467,7 +482,7 @@ impl Platform {
 
     /// Back to the kernel's own subnet route, without our rules and routes.
     fn restore(&mut self) {
-        iptables::remove(&self.config.iptables, &self.rules);
+        meshemu_netutil::iptables::remove(&self.config.iptables, &self.rules);
         if let Err(error) = self.routes.flush_host_routes() {
             error!(%error, "removing our routes");
         }
@@ -478,16 +493,6 @@ impl Platform {
             error!(%error, "restoring the subnet route");
         }
     }
-}
-
-/// (source, destination) of an IPv4 packet.
-fn ipv4_addresses(packet: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr)> {
-    if packet.len() < 20 || packet[0] >> 4 != 4 {
-        return None;
-    }
-    let src = Ipv4Addr::new(packet[12], packet[13], packet[14], packet[15]);
-    let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
-    Some((src, dst))
 }
 
 fn monotonic_ns() -> u64 {
@@ -509,19 +514,4 @@ pub fn write_atomically(path: &Path, value: &impl Serialize) -> io::Result<()> {
     let temporary = path.with_extension("json.tmp");
     fs::write(&temporary, text)?;
     fs::rename(&temporary, path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ipv4_addresses_come_from_the_header() {
-        let mut packet = vec![0x45; 20];
-        packet[12..20].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 8]);
-        assert_eq!(ipv4_addresses(&packet), Some((Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 8))));
-        assert_eq!(ipv4_addresses(&packet[..10]), None);
-        packet[0] = 0x60;
-        assert_eq!(ipv4_addresses(&packet), None);
-    }
 }

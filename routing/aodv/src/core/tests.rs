@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use super::packet::{Message, Rreq};
-use super::{Aodv, Config};
-use crate::ondemand::{Event, Input, Output, Protocol, BROADCAST};
+use meshemu_ondemand::{Input, Protocol, BROADCAST};
+
+use crate::packet::{Message, Rreq};
+use crate::{Aodv, Config, Event, Output};
 
 fn ms(value: u64) -> Duration {
     Duration::from_millis(value)
@@ -680,7 +681,7 @@ fn a_rerr_from_the_old_next_hop_takes_a_repairing_route_out() {
     net.unlink(3, 5); // no way round: the repair cannot succeed soon
     net.input(d, Input::LinkFailed { neighbor: addr(e) });
     assert!(net.kernel[d].contains_key(&addr(e)));
-    let rerr = Message::Rerr(super::packet::Rerr { no_delete: false, unreachable: vec![(addr(e), 99)] });
+    let rerr = Message::Rerr(crate::packet::Rerr { no_delete: false, unreachable: vec![(addr(e), 99)] });
     net.input(d, Input::Control { from: addr(e), ttl: 1, payload: &rerr.encode() });
     assert!(!net.kernel[d].contains_key(&addr(e)));
     assert!(net.outputs(d).contains(&Output::Flush { neighbor: addr(e) }), "ns-2's recvError empties the queue for E");
