@@ -170,6 +170,26 @@ def test_fig1_break_is_detected_by_hello_loss_and_repaired_through_f(write):
               f"routing overhead {control_overhead(lab)} (bytes, packets)")
 
 
+def test_a_local_repair_holds_what_arrives_for_the_destination_and_releases_it(write):
+    # Fig. 1 with RFC local repair: D repairs its route to E through F. The
+    # pings that reach D meanwhile wait in D's queue and go on along the new
+    # route, instead of being dropped for want of a route.
+    topology = write("fig1-repair.yaml", FIG1.replace("routing: aodv", "routing: {aodv: {local_repair: true}}"))
+    with Lab.from_file(topology) as lab:
+        wait_hellos(lab)
+        ping = lab["n0"].run(["ping", "-c", "340", "-i", "0.05", "-W", "5", "n4"], timeout=60)
+        assert [e for e in events(lab, "n3") if e["event"] == "local_repair_started" and e["dst"] == "10.0.0.5"]
+        assert "10.0.0.5 via 10.0.0.6" in lab["n3"].run(["ip", "route"], check=True).stdout
+        refresh_counters(lab)
+        d = counters(lab)["n3"]
+        assert d["packets_held"] >= 1 and d["packets_released"] == d["packets_held"], d
+        assert d["packets_dropped"] == 0, d
+        rules = lab["n3"].run(["iptables", "-t", "mangle", "-S", "PREROUTING"], check=True).stdout
+        assert "NFQUEUE" not in rules, rules  # the hold ended with the repair
+        print(f"\nlocal repair at D: {d['packets_held']} pings held and released; ping: "
+              f"{ping.stdout.strip().splitlines()[-2]}")
+
+
 def test_quickack_marks_every_route_aodvd_installs_and_keeps_the_catch_all_realm(write):
     """Delayed ACKs off under AODV (experiments ask for it this way): the
     catch-all keeps realm 654, so packets without a route are still held,

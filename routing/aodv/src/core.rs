@@ -294,6 +294,11 @@ impl Aodv {
             Some(_) => Event::LocalRepairStarted { dst },
             None => Event::DiscoveryStarted { dst },
         }));
+        if repair_of_hops.is_some() {
+            // What arrives for dst during the repair waits for its result
+            // (6.12; ns-2 buffers it too) instead of failing on the old next hop.
+            out.push(Output::HoldForwarded { dst });
+        }
         self.discoveries.insert(
             dst,
             Discovery {

@@ -35,6 +35,7 @@ const NFGENMSG: usize = 4;
 const AF_INET: u8 = libc::AF_INET as u8;
 
 /// Netfilter hooks a queued IPv4 packet may come from.
+pub const HOOK_PRE_ROUTING: u8 = 0;
 pub const HOOK_FORWARD: u8 = 2;
 pub const HOOK_LOCAL_OUT: u8 = 3;
 

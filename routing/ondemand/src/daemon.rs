@@ -6,7 +6,7 @@
 //! until an event. The protocol core sees time as the monotonic clock
 //! since start.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context, Result};
 use meshemu_netutil::iptables::Rule;
 use meshemu_netutil::ipv4::parse_ipv4;
-use meshemu_netutil::nfqueue::{NfQueue, Verdict, HOOK_LOCAL_OUT};
+use meshemu_netutil::nfqueue::{NfQueue, Verdict, HOOK_LOCAL_OUT, HOOK_PRE_ROUTING};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -63,6 +63,15 @@ struct CountersFile<'a> {
     counters: &'a Counters,
 }
 
+/// A packet in the queue waiting for a route.
+struct Held {
+    id: u32,
+    /// Its mark when queued.
+    mark: u32,
+    /// Sent by this node (held in OUTPUT), or forwarded (held before routing).
+    local: bool,
+}
+
 /// Everything the loop owns besides the protocol.
 struct Platform {
     config: DataPath,
@@ -71,8 +80,10 @@ struct Platform {
     control: ControlSocket,
     queue: NfQueue,
     routes: RouteTable,
-    /// Held packets by destination: (packet id, mark when queued).
-    held: HashMap<Ipv4Addr, Vec<(u32, u32)>>,
+    /// Held packets by destination.
+    held: HashMap<Ipv4Addr, Vec<Held>>,
+    /// The rule holding forwarded packets, by destination under repair.
+    holds: BTreeMap<Ipv4Addr, Rule>,
     installed: usize,
     destinations: RecentList,
     sources: RecentList,
@@ -122,6 +133,7 @@ pub fn run<P: Protocol>(
         queue,
         routes,
         held: HashMap::new(),
+        holds: BTreeMap::new(),
         installed: 0,
         destinations: RecentList::new(RECENT_DESTINATIONS),
         sources: RecentList::new(RECENT_SOURCES),
@@ -300,21 +312,32 @@ impl Platform {
                     self.verdict(id, Verdict::Drop, None);
                     continue;
                 };
-                if hook != HOOK_LOCAL_OUT {
-                    self.verdict(id, Verdict::Drop, None);
-                    protocol.handle(now, Input::NoRoute { src, dst, local: false }, out);
-                    continue;
-                }
+                let local = match hook {
+                    HOOK_LOCAL_OUT => true,
+                    // Queued before the hold ended: routing decides now.
+                    HOOK_PRE_ROUTING if !self.holds.contains_key(&dst) => {
+                        self.verdict(id, Verdict::Accept, None);
+                        continue;
+                    }
+                    HOOK_PRE_ROUTING => false,
+                    _ => {
+                        self.verdict(id, Verdict::Drop, None);
+                        protocol.handle(now, Input::NoRoute { src, dst, local: false }, out);
+                        continue;
+                    }
+                };
                 let held = self.held.entry(dst).or_default();
                 if held.len() >= self.config.max_held_per_destination {
                     protocol.counters_mut().packets_dropped += 1;
-                    self.verdict(id, Verdict::Repeat, Some(mark | self.config.reject_mark));
+                    self.give_up(Held { id, mark, local });
                     continue;
                 }
-                held.push((id, mark));
+                held.push(Held { id, mark, local });
                 protocol.counters_mut().packets_held += 1;
-                protocol.handle(now, Input::NoRoute { src, dst, local: true }, out);
-                self.carry_out(protocol, out);
+                if local {
+                    protocol.handle(now, Input::NoRoute { src, dst, local: true }, out);
+                    self.carry_out(protocol, out);
+                }
             }
         }
         self.carry_out(protocol, out);
@@ -354,22 +377,57 @@ impl Platform {
                     Ok(()) => self.installed = self.installed.saturating_sub(1),
                     Err(error) => error!(%error, "deleting a route"),
                 },
+                Output::HoldForwarded { dst } => self.hold_forwarded(dst),
                 Output::Release { dst } => {
-                    // A mark that differs from the one at queue time makes the kernel route the packet again.
-                    for (id, mark) in self.held.remove(&dst).unwrap_or_default() {
+                    self.end_hold(dst);
+                    for packet in self.held.remove(&dst).unwrap_or_default() {
                         protocol.counters_mut().packets_released += 1;
-                        self.verdict(id, Verdict::Accept, Some(mark | self.config.release_mark));
+                        // A local packet's new mark makes the kernel route it again; a
+                        // forwarded one was held before routing and is routed next.
+                        let mark = packet.local.then_some(packet.mark | self.config.release_mark);
+                        self.verdict(packet.id, Verdict::Accept, mark);
                     }
                 }
                 Output::Drop { dst } => {
-                    // Repeat with the reject mark: the OUTPUT rule answers ICMP host unreachable.
-                    for (id, mark) in self.held.remove(&dst).unwrap_or_default() {
+                    self.end_hold(dst);
+                    for packet in self.held.remove(&dst).unwrap_or_default() {
                         protocol.counters_mut().packets_dropped += 1;
-                        self.verdict(id, Verdict::Repeat, Some(mark | self.config.reject_mark));
+                        self.give_up(packet);
                     }
                 }
                 Output::Flush { neighbor } => self.flush(neighbor),
                 Output::Event(event) => self.log_event(&event),
+            }
+        }
+    }
+
+    /// A local packet is repeated with the reject mark (the OUTPUT rule
+    /// answers ICMP host unreachable); a forwarded one is dropped.
+    fn give_up(&mut self, packet: Held) {
+        if packet.local {
+            self.verdict(packet.id, Verdict::Repeat, Some(packet.mark | self.config.reject_mark));
+        } else {
+            self.verdict(packet.id, Verdict::Drop, None);
+        }
+    }
+
+    fn hold_forwarded(&mut self, dst: Ipv4Addr) {
+        if self.holds.contains_key(&dst) {
+            return;
+        }
+        let rule = iptables::hold(&self.config, dst);
+        match meshemu_netutil::iptables::append(&self.config.iptables, &rule) {
+            Ok(()) => {
+                self.holds.insert(dst, rule);
+            }
+            Err(error) => error!(%error, %dst, "holding forwarded packets"),
+        }
+    }
+
+    fn end_hold(&mut self, dst: Ipv4Addr) {
+        if let Some(rule) = self.holds.remove(&dst) {
+            if let Err(error) = meshemu_netutil::iptables::delete(&self.config.iptables, &rule) {
+                error!(%error, %dst, "ending the hold of forwarded packets");
             }
         }
     }
@@ -470,11 +528,13 @@ impl Platform {
     }
 
     fn shut_down<P: Protocol>(&mut self, protocol: &mut P) {
-        let reject = self.config.reject_mark;
+        for dst in self.holds.keys().copied().collect::<Vec<_>>() {
+            self.end_hold(dst);
+        }
         for (_, held) in std::mem::take(&mut self.held) {
-            for (id, mark) in held {
+            for packet in held {
                 protocol.counters_mut().packets_dropped += 1;
-                self.verdict(id, Verdict::Repeat, Some(mark | reject));
+                self.give_up(packet);
             }
         }
         self.write_counters(protocol.counters());

@@ -5,10 +5,15 @@
 //!                 took the catch-all route (realm) go to the queue, held.
 //! filter FORWARD: forwarded packets that took the catch-all route go to the
 //!                 queue too (dropped there; the protocol sends a RERR).
+//! mangle PREROUTING, while a local repair searches a route to DST: packets
+//!                 arriving for DST go to the queue, held ([`hold`]); once
+//!                 released they are routed, along the new route.
 //! mangle POSTROUTING / PREROUTING: the destination of every data packet
 //!                 leaving and the source of every data packet arriving are
 //!                 recorded in xt_recent lists ([`crate::route_use`]), so
 //!                 route use is seen without a packet going to userspace.
+
+use std::net::Ipv4Addr;
 
 use meshemu_netutil::iptables::Rule;
 
@@ -45,4 +50,12 @@ pub fn rules(data_path: &DataPath, interface: &str) -> Vec<Rule> {
         rules.push(Rule::new("mangle", chain, &udp));
     }
     rules
+}
+
+/// The rule that holds the packets arriving for `dst` (before routing, so
+/// that a released packet takes the route the repair found).
+pub fn hold(data_path: &DataPath, dst: Ipv4Addr) -> Rule {
+    let queue = data_path.queue.to_string();
+    let dst = format!("{dst}/32");
+    Rule::new("mangle", "PREROUTING", &["-i", &data_path.interface, "-d", &dst, "-j", "NFQUEUE", "--queue-num", &queue])
 }

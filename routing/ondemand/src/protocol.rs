@@ -56,6 +56,9 @@ pub enum Output<E> {
     SetPairRoute { src: Ipv4Addr, dst: Ipv4Addr, next_hop: Ipv4Addr },
     /// Remove the kernel route of packets from `src` to `dst`.
     DeletePairRoute { src: Ipv4Addr, dst: Ipv4Addr },
+    /// Hold the packets this node forwards to `dst` too (a local repair
+    /// searches for a new route), until [`Output::Release`] or [`Output::Drop`].
+    HoldForwarded { dst: Ipv4Addr },
     /// Send the packets held for `dst` along the route now installed.
     Release { dst: Ipv4Addr },
     /// Drop the packets held for `dst`, telling local senders it is unreachable.

@@ -613,16 +613,37 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     net.input(d, Input::LinkFailed { neighbor: addr(e) });
     assert_eq!(net.kernel[d].get(&addr(e)), Some(&addr(e)), "the route stays while the repair searches");
     assert!(!net.outputs(d).contains(&Output::Flush { neighbor: addr(e) }), "what is queued for E stays");
+    assert!(net.outputs(d).contains(&Output::HoldForwarded { dst: addr(e) }), "what arrives for E waits");
     let sent = rreqs(&net.outputs(d));
     // D's route never went down: ns-2's rt_last_hop_count is still INFINITY2, the RREQ covers the network.
     assert_eq!(sent.last().map(|(ttl, rreq)| (*ttl, rreq.dst)), Some((30, addr(e))));
     net.traffic(a, e, ms(6000));
     assert_eq!(net.path(a, e), Some(vec![0, 1, 2, 3, 5, 4]));
     assert!(net.events(d).iter().any(|(_, ev)| matches!(ev, Event::LocalRepairStarted { .. })));
+    let outputs = net.outputs(d);
+    let hold = outputs.iter().position(|o| *o == Output::HoldForwarded { dst: addr(e) });
+    let release = outputs.iter().position(|o| *o == Output::Release { dst: addr(e) });
+    assert!(hold < release, "the repair's result releases what waited");
     // Upstream never heard of it, even though the new route is longer.
     assert!((0..net.nodes.len()).all(|n| rerrs_sent(&net, n).is_empty()));
     assert_eq!(net.nodes[a].counters().discoveries_started, 1);
     assert_eq!(net.nodes[d].counters().route_breaks, 0);
+}
+
+#[test]
+fn a_failed_repair_drops_what_it_held() {
+    let (a, d, e, f) = (0, 3, 4, 5);
+    let mut net = fig1_ns2();
+    net.nodes[d].data_hops(net.now, addr(e), 3);
+    net.unlink(d, e);
+    net.unlink(d, f); // no way round: the repair cannot succeed
+    net.input(d, Input::LinkFailed { neighbor: addr(e) });
+    net.traffic(a, e, ms(40_000));
+    let outputs = net.outputs(d);
+    let hold = outputs.iter().position(|o| *o == Output::HoldForwarded { dst: addr(e) });
+    let drop = outputs.iter().position(|o| *o == Output::Drop { dst: addr(e) });
+    assert!(hold.is_some() && hold < drop, "{outputs:?}");
+    assert!(!outputs.contains(&Output::Release { dst: addr(e) }));
 }
 
 #[test]
