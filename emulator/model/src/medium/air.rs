@@ -57,7 +57,7 @@ impl<P: Clone> TxSpec<P> {
 pub(super) struct Transmission<P> {
     pub src: NodeId,
     pub spec: TxSpec<P>,
-    pub start: Time,
+    start: Time,
     pub airtime: Time,
     /// Receivers in order of arrival.
     arrivals: Vec<Arrival>,
