@@ -3,7 +3,7 @@
 //! the standard (and the project's choices) prescribe.
 
 use super::*;
-use crate::config::{MobilityConfig, NodeConfig};
+use crate::config::{MacConfig, MobilityConfig, NodeConfig};
 use crate::phy::tests::wavelan;
 use crate::phy::{airtime_ns, data_mpdu_bytes, mw_to_dbm};
 
@@ -130,7 +130,7 @@ fn backoff_run(seed: u64, other_at: Option<Time>) -> (Time, Time, NodeCounters) 
     m.advance(100 * MS, &mut out);
     let sent = air(&out).into_iter().find(|a| a.1 == 0).expect("node 0 sent").0;
     let other_end = other_at.map_or(0, |at| at + broadcast_airtime(&r) + delay(100.0));
-    (sent, other_end, m.stats(0).clone())
+    (sent, other_end, *m.stats(0))
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn undecodable_reception_makes_the_next_access_wait_eifs() {
         m.send(2 * MS, 2, broadcast(2), &mut out);
         m.advance(100 * MS, &mut out);
         let sent = air(&out).into_iter().find(|a| a.1 == 2).expect("node 2 sent").0;
-        (sent - (MS + broadcast_airtime(&r) + delay(x2)), m.stats(2).clone())
+        (sent - (MS + broadcast_airtime(&r) + delay(x2)), *m.stats(2))
     };
     let t = MacTimings::new(&r);
     let (after_weak, stats) = run(400.0);
@@ -228,8 +228,8 @@ fn unacknowledged_frame_doubles_cw_and_drops_after_short_retry_limit() {
     let mut cws = Vec::new();
     while let Some(t) = m.next_event_time() {
         m.advance(t, &mut out);
-        if cws.last() != Some(&m.nodes[0].cw) {
-            cws.push(m.nodes[0].cw);
+        if cws.last() != Some(&m.nodes[0].dcf.cw) {
+            cws.push(m.nodes[0].dcf.cw);
         }
     }
     // Short frame (MPDU below the RTS threshold): short retry limit, 7 attempts.
@@ -625,7 +625,7 @@ fn receive_during_tx_a_frame_arriving_while_sending_deafens_the_receiver() {
         m.send(MS, 2, broadcast(2), &mut out);
         m.send(MS + 10 * US, 0, unicast(1, 3), &mut out);
         m.advance(300 * MS, &mut out);
-        m.stats(0).clone()
+        *m.stats(0)
     };
     let standard = run(false);
     assert_eq!((standard.ack_timeouts, standard.tx_data_frames), (0, 1));
