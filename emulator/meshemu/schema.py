@@ -8,6 +8,7 @@ profile, addresses, areas, node names in links) live in `topology.py`.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Annotated, Any, Literal, Union, get_args
@@ -176,6 +177,7 @@ def _quantity_in(annotation: Any) -> Quantity | None:
     return None
 
 
+@functools.cache
 def resolved_key(model: type[BaseModel], name: str) -> str:
     """The key of field `name` in the resolved configuration: the name, and
     the base unit of a quantity after it (`data_rate` -> `data_rate_bps`)."""
