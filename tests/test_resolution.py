@@ -1,9 +1,13 @@
 """A topology resolves to exactly the configuration of emulator/README.md §1."""
 
+import copy
 import json
+import re
+from pathlib import Path
 
 import pytest
 
+from meshemu import medium
 from meshemu.topology import load_topology
 
 TINY = """\
@@ -107,6 +111,31 @@ def test_retry_drop_flush_follows_aodv_link_layer_feedback(write):
     for routing, flush in cases.items():
         topology = load_topology(write("t.yaml", text % routing))
         assert topology.medium["nodes"][0]["radio"]["retry_drop_flush"] is flush, routing
+
+
+MODEL_CONFIG = Path(__file__).resolve().parents[1] / "emulator" / "model" / "src" / "config.rs"
+
+
+def test_the_resolver_writes_every_field_of_the_models_radio(write):
+    """The model's RadioConfig (its section 1 struct) and the resolver's
+    keys name the same fields: a field the model defaults (serde) that the
+    resolver never writes would be silently left at the default."""
+    struct = re.search(r"pub struct RadioConfig \{(?P<body>.*?)\n\}", MODEL_CONFIG.read_text(), re.S)
+    model_fields = set(re.findall(r"^\s*pub (\w+):", struct["body"], re.M))
+    topology = load_topology(write("t.yaml", "generate: {kind: chain, n: 2, spacing: 200m}\n"))
+    assert set(topology.medium["nodes"][0]["radio"]) == model_fields
+
+
+def test_the_model_reads_and_checks_every_resolved_radio_key(write):
+    """Each key the resolver writes is one the model takes and type-checks:
+    a value of the wrong type is refused naming that key (not as unknown)."""
+    topology = load_topology(write("t.yaml", "generate: {kind: chain, n: 2, spacing: 200m}\n"))
+    for key in topology.medium["nodes"][0]["radio"]:
+        config = copy.deepcopy(topology.medium)
+        config["nodes"][0]["radio"][key] = None
+        with pytest.raises(medium.ConfigRejected) as refused:
+            medium.validate(config)
+        assert refused.value.path == f"nodes[0].radio.{key}" and "unknown field" not in refused.value.reason, key
 
 
 def test_rts_off_and_layers(write):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -33,8 +34,29 @@ def find_program(name: str = MEDIUM_PROGRAM) -> Path:
                       "and install it")
 
 
-def _failure(what: str, result: subprocess.CompletedProcess[str]) -> MediumError:
+class ConfigRejected(MediumError):
+    """The medium refused a value of the configuration it was given: `path`
+    names the field as section 1 does (`nodes[3].radio.cw_min`)."""
+
+    def __init__(self, what: str, path: str, reason: str):
+        super().__init__(f"{what}: {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+# How meshemu-medium reports a configuration read from stdin that the model
+# refuses (its ConfigError, `PATH: MESSAGE`, after the input's name).
+_REJECTED = re.compile(r"\Ameshemu-medium: stdin: (?P<path>[a-z_][a-z0-9_.\[\]]*): (?P<reason>.+)\Z")
+
+
+def _failure(what: str, result: subprocess.CompletedProcess[str], config_at: str | None = None) -> MediumError:
+    """The error of a failed subcommand; ConfigRejected if its input holds a
+    medium configuration (under the path prefix `config_at`) that the model
+    refused."""
     detail = result.stderr.strip() or result.stdout.strip() or "no output"
+    rejected = _REJECTED.match(detail)
+    if config_at is not None and rejected is not None and rejected["path"].startswith(config_at):
+        return ConfigRejected(what, rejected["path"].removeprefix(config_at), rejected["reason"])
     return MediumError(f"{what} failed (exit {result.returncode}): {detail}")
 
 
@@ -60,7 +82,7 @@ def _links_of(config_json: str) -> dict[str, Any]:
     result = subprocess.run([str(find_program()), "links", "-"], input=config_json, capture_output=True, text=True,
                             check=False)
     if result.returncode != 0:
-        raise _failure(f"{MEDIUM_PROGRAM} links", result)
+        raise _failure(f"{MEDIUM_PROGRAM} links", result, config_at="")
     return _decode(f"{MEDIUM_PROGRAM} links", result.stdout)
 
 
@@ -95,18 +117,26 @@ def rx_neighbours(link_report: dict[str, Any], count: int) -> list[set[int]]:
     return neighbours
 
 
+def validate(config: dict[str, Any]) -> None:
+    """The model's own validation of a configuration (`connected` with no
+    candidate: the medium is built, nothing is judged or printed but the
+    empty answer); raises ConfigRejected naming what it refuses."""
+    first_connected(json.dumps(config), [])
+
+
 def first_connected(config_json: str, candidates: list[list[list[float]]]) -> tuple[int | None, list[int]]:
     """`meshemu-medium connected`: the index of the first candidate placement
     (a position per node of the configuration, given as its JSON text) in
     which every node reaches every other at time 0 over links that work both
     ways, or None; and the largest group of nodes that reach each other in
-    each candidate examined (up to that first one)."""
+    each candidate examined (up to that first one). The model validates the
+    configuration first (ConfigRejected)."""
     program = find_program()
     request = '{"medium": ' + config_json + ', "candidates": ' + json.dumps(candidates) + "}"
     result = subprocess.run([str(program), "connected", "-"], input=request, capture_output=True, text=True,
                             check=False)
     if result.returncode != 0:
-        raise _failure(f"{MEDIUM_PROGRAM} connected", result)
+        raise _failure(f"{MEDIUM_PROGRAM} connected", result, config_at="medium.")
     answer = _decode(f"{MEDIUM_PROGRAM} connected", result.stdout)
     return answer["first_connected"], answer["largest_components"]
 

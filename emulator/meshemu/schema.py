@@ -8,9 +8,10 @@ profile, addresses, areas, node names in links) live in `topology.py`.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
@@ -53,7 +54,8 @@ def measured(quantity: Quantity, *, minimum: float | None = None, positive: bool
             raise ValueError(f"must not be negative, got {value}")
         return units.whole(number, f"a {quantity.name} in base units") if integer else number
 
-    return Annotated[int if integer else float, BeforeValidator(parse)]
+    # The quantity rides along as metadata: it names the field's unit in section 1 (`resolved_key`).
+    return Annotated[int if integer else float, BeforeValidator(parse), quantity]
 
 
 Distance = measured(units.LENGTH, minimum=0.0)
@@ -160,7 +162,37 @@ def _rts_threshold(value: Any) -> int:
 
 # "off": no MPDU is ever larger than this, so RTS/CTS is never used.
 RTS_OFF = 2**32 - 1
-RtsThreshold = Annotated[int, BeforeValidator(_rts_threshold)]
+RtsThreshold = Annotated[int, BeforeValidator(_rts_threshold), units.SIZE]
+
+
+# --- section 1's keys ---------------------------------------------------------------
+
+def _quantity_in(annotation: Any) -> Quantity | None:
+    for part in get_args(annotation):  # Annotated's metadata, a union's members
+        if isinstance(part, Quantity):
+            return part
+        found = _quantity_in(part)
+        if found is not None:
+            return found
+    return None
+
+
+@functools.cache
+def resolved_key(model: type[BaseModel], name: str) -> str:
+    """The key of field `name` in the resolved configuration: the name, and
+    the base unit of a quantity after it (`data_rate` -> `data_rate_bps`)."""
+    field = model.model_fields[name]  # pydantic keeps a plain Annotated's metadata apart, an optional's inside
+    quantity = next((part for part in field.metadata if isinstance(part, Quantity)), None) or \
+        _quantity_in(field.annotation)
+    return f"{name}_{quantity.suffix}" if quantity is not None else name
+
+
+def resolved(value: Any) -> Any:
+    """A schema value in the resolved configuration's terms: a model's fields
+    under their resolved keys (every field, defaults included)."""
+    if isinstance(value, BaseModel):
+        return {resolved_key(type(value), name): resolved(getattr(value, name)) for name in type(value).model_fields}
+    return value
 
 
 # --- radio ----------------------------------------------------------------------

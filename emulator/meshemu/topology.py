@@ -1,9 +1,10 @@
 """Topology files -> the resolved medium configuration (emulator/README.md §1).
 
 `load_topology(path)` reads, validates and resolves a topology file; nothing
-outside this process is touched except `meshemu-medium connected`, which
-random generators ask which of their placements is connected. Every problem
-is reported as `FILE:LINE:COL: path: problem`, all at once where possible.
+outside this process is touched except `meshemu-medium`: `links` validates
+the resolved configuration with the model's own checks, `connected` tells
+random generators which of their placements is connected. Every problem is
+reported as `FILE:LINE:COL: path: problem`, all at once where possible.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import ipaddress
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,18 +26,14 @@ from .routing import RoutingChoice, choice_of
 from .errors import ConfigError, Problem
 from .ns2trace import TraceNode, load_trace
 from .schema import (
-    ChainGenerator, GridGenerator, HwsimBackend, LogDistance, NodeSpec, Ns2TraceMobility, RandomGenerator,
-    RandomWaypointMobility, Radio, SetdestMobility, Shadowing, StarGenerator, StaticMobility, StrictModel,
-    StripGenerator, TdmaMac, TopologySpec, WaypointsMobility,
+    ChainGenerator, GridGenerator, HwsimBackend, NodeSpec, Ns2TraceMobility, RandomGenerator, RandomWaypointMobility,
+    Radio, SetdestMobility, StarGenerator, StaticMobility, StrictModel, StripGenerator, TdmaMac, TopologySpec,
+    WaypointsMobility, resolved, resolved_key,
 )
 from .source import DataPath, Document, load_yaml, pydantic_problems
 
 Position = tuple[float, float, float]
 
-PHY_RATES_BPS = {
-    "dsss": {1_000_000, 2_000_000, 5_500_000, 11_000_000},
-    "ofdm": {6_000_000, 9_000_000, 12_000_000, 18_000_000, 24_000_000, 36_000_000, 48_000_000, 54_000_000},
-}
 # Control traffic the medium queues first (AODV, OLSR, babel, bpd beacons).
 PRIORITY_UDP_PORTS = [654, 698, 6696, 6710]
 LAB_MTU = 1500
@@ -134,6 +132,19 @@ class _Layer:
 
 
 @dataclass
+class _NodeRadio:
+    """A node's resolved radio (section 1's keys) and, for each key a layer
+    set (user keys), its rank (more specific layers later) and that layer."""
+
+    radio: dict[str, Any]
+    origin: dict[str, tuple[int, _Layer]]
+
+
+# A field of a node's radio in the model's error paths: nodes[3].radio.cw_min
+_RADIO_FIELD = re.compile(r"^nodes\[(?P<node>\d+)\]\.radio\.(?P<key>[a-z0-9_]+)")
+
+
+@dataclass
 class _PlannedNode:
     name: str
     position: Position | None
@@ -194,13 +205,13 @@ class _Resolver:
                     "position": list(node.position or (0.0, 0.0, 0.0)),
                     "promiscuous": self._promiscuous(node),
                     "mobility": mobilities[index],
-                    "radio": radios[index],
+                    "radio": radios[index].radio,
                 }
                 for index, node in enumerate(planned)
             ],
             "links": link_entries,
         }
-        self._place_connected(planned, config)
+        self._place_and_check(planned, config, radios)
         self._check_area(planned, mobilities)
         self.check()
         nodes = tuple(
@@ -244,75 +255,59 @@ class _Resolver:
         asks = options.flush_on_break if options.flush_on_break is not None else ns2
         return feedback and not asks
 
-    def _radio(self, layers: list[_Layer]) -> dict[str, Any]:
-        """Merge the layers (later wins) and check the combination; the
-        resolved radio of section 1."""
+    def _radio(self, layers: list[_Layer]) -> _NodeRadio:
+        """Merge the layers (later wins) into the resolved radio of section
+        1, and remember where each key was set."""
         value: dict[str, Any] = {}
         origin: dict[str, tuple[int, _Layer]] = {}
         for rank, layer in enumerate(layers):
             for key in layer.radio.model_fields_set:
                 value[key] = getattr(layer.radio, key)
                 origin[key] = (rank, layer)
-
-        def blame(message: str, *keys: str) -> None:
-            # Report where the most specific of the keys involved was set.
-            key = max((key for key in keys if key in origin), key=lambda k: origin[k][0])
-            layer = origin[key][1]
-            self.problem(layer.path + (key,), message, layer.document)
-
-        for key in ("data_rate", "basic_rate"):
-            if value[key] not in PHY_RATES_BPS[value["phy"]]:
-                rates = ", ".join(f"{rate / 1e6:g}Mbps" for rate in sorted(PHY_RATES_BPS[value["phy"]]))
-                blame(f"{value[key] / 1e6:g} Mbit/s is not a {value['phy']} rate (use {rates})", key, "phy")
-        if value["cs_threshold"] > value["rx_threshold"]:
-            blame(f"cs_threshold ({value['cs_threshold']:.2f} dBm) is above rx_threshold "
-                  f"({value['rx_threshold']:.2f} dBm): every frame that can be received must also be sensed",
-                  "cs_threshold", "rx_threshold")
-        if value["cw_min"] > value["cw_max"]:
-            blame(f"cw_min ({value['cw_min']}) is above cw_max ({value['cw_max']})", "cw_min", "cw_max")
         if self._medium_flushes_for_aodvd() and origin.get("retry_drop_flush", (0, None))[0] == 0:
             # ns-2's AODV with link-layer feedback drops the interface queue's
             # packets to a next hop whose link failed (rt_ll_failed): unless a
             # layer above the profile says otherwise, the medium does the same.
             value["retry_drop_flush"] = True
-        default_floor = min(value["cs_threshold"], value["rx_threshold"] - value["capture_threshold"]) - 10.0
-        floor = value.get("interference_floor", default_floor)
-        if floor > value["cs_threshold"]:
-            blame(f"interference_floor ({floor:.2f} dBm) is above cs_threshold ({value['cs_threshold']:.2f} dBm): "
-                  "signals that are sensed must be tracked", "interference_floor", "cs_threshold")
-        return {
-            "phy": value["phy"],
-            "data_rate_bps": value["data_rate"],
-            "basic_rate_bps": value["basic_rate"],
-            "preamble": value["preamble"],
-            "signal_extension_ns": value["signal_extension"],
-            "frequency_hz": value["frequency"],
-            "tx_power_dbm": value["tx_power"],
-            "antenna_gain_dbi": value["antenna_gain"],
-            "antenna_height_m": value["antenna_height"],
-            "system_loss_db": value["system_loss"],
-            "propagation": _propagation(value["propagation"]),
-            "rx_threshold_dbm": value["rx_threshold"],
-            "cs_threshold_dbm": value["cs_threshold"],
-            "capture_threshold_db": value["capture_threshold"],
-            "capture_restart": value["capture_restart"],
-            "noise_floor_dbm": value["noise_floor"],
-            "interference_floor_dbm": floor,
-            "bit_error_rate": value["bit_error_rate"],
-            "slot_ns": value["slot"],
-            "sifs_ns": value["sifs"],
-            "cw_min": value["cw_min"],
-            "cw_max": value["cw_max"],
-            "rts_threshold_bytes": value["rts_threshold"],
-            "short_retry_limit": value["short_retry_limit"],
-            "long_retry_limit": value["long_retry_limit"],
-            "queue_len": value["queue_len"],
-            "queue_priority": value["queue_priority"],
-            "eifs_nav": value["eifs_nav"],
-            "receive_during_tx": value["receive_during_tx"],
-            "responses_need_idle": value["responses_need_idle"],
-            "retry_drop_flush": value["retry_drop_flush"],
-        }
+        if "interference_floor" not in value:
+            value["interference_floor"] = min(value["cs_threshold"],
+                                              value["rx_threshold"] - value["capture_threshold"]) - 10.0
+        radio = {resolved_key(Radio, key): resolved(value[key]) for key in Radio.model_fields}
+        return _NodeRadio(radio, origin)
+
+    def _place_and_check(self, planned: list[_PlannedNode], config: dict[str, Any], radios: list[_NodeRadio]) -> None:
+        """Place random generators' nodes, and let the model validate the
+        configuration: it owns what the values mean together (the PHY's
+        rates, the order of thresholds and contention windows, the TDMA
+        slot). What it refuses is located in the files."""
+        try:
+            if not self._place_connected(planned, config):
+                medium.validate(config)  # else done: the medium validates before it judges placements
+        except medium.ConfigRejected as rejected:
+            self.problems.append(self._locate(rejected, radios))
+            self.check()
+
+    def _locate(self, rejected: medium.ConfigRejected, radios: list[_NodeRadio]) -> Problem:
+        """Where the files wrote what the model refuses: a radio key at the
+        most specific layer that set one of the keys involved (the one named,
+        or another its reason names), in the user's words."""
+        user_keys = {resolved_key(Radio, key): key for key in Radio.model_fields}
+        reason = rejected.reason
+        for section_key, key in user_keys.items():  # in the user's words
+            reason = re.sub(rf"\b{section_key}\b", key, reason)
+        radio_field = _RADIO_FIELD.match(rejected.path)
+        if radio_field is not None and radio_field["key"] in user_keys:
+            origin = radios[int(radio_field["node"])].origin
+            named = user_keys[radio_field["key"]]
+            others = [key for key in user_keys.values() if key != named and re.search(rf"\b{key}\b", reason)]
+            involved = [named, *others]
+            key = max((key for key in involved if key in origin), key=lambda k: origin[k][0], default=None)
+            if key is not None:
+                layer = origin[key][1]
+                return layer.document.problem(layer.path + (key,), reason)
+        if rejected.path.startswith("mac."):
+            return self.doc.problem(self.at("mac"), reason)
+        return self.doc.problem(self.prefix, f"the medium refuses {rejected.path}: {reason}")
 
     # --- nodes and positions ---
 
@@ -362,12 +357,13 @@ class _Resolver:
         assert self.spec.area is not None
         return self.spec.area.min, self.spec.area.max
 
-    def _place_connected(self, planned: list[_PlannedNode], config: dict[str, Any]) -> None:
+    def _place_connected(self, planned: list[_PlannedNode], config: dict[str, Any]) -> bool:
         """Draw the random generator's positions (seeded), redrawing until the
-        medium says the network is connected, if asked."""
+        medium says the network is connected, if asked; whether the medium
+        was asked."""
         generate = self.spec.generate
         if not isinstance(generate, (RandomGenerator, StripGenerator)):
-            return
+            return False
         low, high = self._random_box()
         # Nodes placed otherwise (a position of their own, a mobility that sets it) keep it.
         targets = tuple(i for i in range(generate.n) if planned[i].position is None)
@@ -376,13 +372,14 @@ class _Resolver:
                                             self.seed)
             if placement.attempt is None or placement.attempt >= generate.max_attempts:
                 self.problem(self.at("generate"), self._placement_failure(placement, len(planned), bool(targets)))
-                return
+                return True
             positions = placement.positions
         else:
             positions = tuple(generators.uniform(random.Random(self.seed), generate.n, low, high))
         for i in targets:
             planned[i].position = positions[i]
             config["nodes"][i]["position"] = list(positions[i])
+        return generate.connected
 
     def _placement_failure(self, placement: Placement, node_count: int, redrawn: bool) -> str:
         """Why no placement connected, and what to change."""
@@ -644,15 +641,6 @@ def resolve_mac(mac: Any) -> dict[str, Any]:
         slot = mac.tdma.slot if mac.tdma is not None else "auto"
         return {"kind": "tdma", "slot_ns": 0 if slot == "auto" else slot}
     return {"kind": "dcf"}
-
-
-def _propagation(spec: Any) -> dict[str, Any]:
-    if isinstance(spec, Shadowing):
-        return {"model": "shadowing", "exponent": spec.exponent, "reference_distance_m": spec.reference_distance,
-                "sigma_db": spec.sigma, "per": spec.per}
-    if isinstance(spec, LogDistance):
-        return {"model": "log_distance", "exponent": spec.exponent, "reference_distance_m": spec.reference_distance}
-    return {"model": spec.model}
 
 
 def mac_address(index: int) -> str:

@@ -1,8 +1,10 @@
 """Quantities with explicit units, as users write them: `200m`, `2Mbps`, `20us`.
 
 Each quantity converts to the unit of the resolved configuration (metres,
-nanoseconds, bit/s, bytes, dBm, dB, Hz, m/s). Parsers raise `ValueError` with
-a message meant for the user; the schema turns it into a located problem.
+nanoseconds, bit/s, bytes, dBm, dB, Hz, m/s), whose key names that unit:
+`data_rate: 2Mbps` resolves to `data_rate_bps: 2000000` (`Quantity.suffix`).
+Parsers raise `ValueError` with a message meant for the user; the schema
+turns it into a located problem.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ def _milliwatts_to_dbm(value: float) -> float:
     return 10.0 * math.log10(value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # equal only to itself: hashable, to ride in Annotated metadata
 class Quantity:
     """A kind of value and its units: unit name -> converter to the base unit."""
 
     name: str  # "length", "time", ...
+    suffix: str  # the base unit in resolved keys: "m", "ns", "bps", ...
     example: str  # shown in messages
     units: dict[str, Callable[[float], float]]
     maximum: float  # the largest magnitude meshemu takes, in the base unit (meshemu/limits.py)
@@ -71,21 +74,21 @@ def _scale(factor: float) -> Callable[[float], float]:
     return lambda number: number * factor
 
 
-LENGTH = Quantity("length", "200m", {"m": _scale(1.0), "km": _scale(1e3)}, limits.MAX_DISTANCE_M, "km")
-TIME = Quantity("time", "20us", {"s": _scale(1e9), "ms": _scale(1e6), "us": _scale(1e3), "µs": _scale(1e3),
+LENGTH = Quantity("length", "m", "200m", {"m": _scale(1.0), "km": _scale(1e3)}, limits.MAX_DISTANCE_M, "km")
+TIME = Quantity("time", "ns", "20us", {"s": _scale(1e9), "ms": _scale(1e6), "us": _scale(1e3), "µs": _scale(1e3),
                                  "ns": _scale(1.0)}, limits.MAX_TIME_NS, "s")
-RATE = Quantity("rate", "2Mbps", {"bps": _scale(1.0), "kbps": _scale(1e3), "Mbps": _scale(1e6),
+RATE = Quantity("rate", "bps", "2Mbps", {"bps": _scale(1.0), "kbps": _scale(1e3), "Mbps": _scale(1e6),
                                   "Gbps": _scale(1e9), "B/s": _scale(8.0), "KB/s": _scale(8e3),
                                   "kB/s": _scale(8e3), "MB/s": _scale(8e6)}, limits.MAX_RATE_BPS, "Gbps")
-SIZE = Quantity("size", "1460B", {"B": _scale(1.0), "KB": _scale(1e3), "kB": _scale(1e3), "KiB": _scale(1024.0),
+SIZE = Quantity("size", "bytes", "1460B", {"B": _scale(1.0), "KB": _scale(1e3), "kB": _scale(1e3), "KiB": _scale(1024.0),
                                   "MB": _scale(1e6), "MiB": _scale(1024.0 * 1024.0)}, limits.MAX_SIZE_BYTES, "MiB")
-POWER = Quantity("power", "20dBm", {"dBm": _scale(1.0), "mW": _milliwatts_to_dbm,
+POWER = Quantity("power", "dbm", "20dBm", {"dBm": _scale(1.0), "mW": _milliwatts_to_dbm,
                                     "W": lambda watts: _milliwatts_to_dbm(watts * 1e3)}, limits.MAX_LEVEL_DB, "dBm")
-DECIBEL = Quantity("level in dB", "10dB", {"dB": _scale(1.0)}, limits.MAX_LEVEL_DB, "dB")
-GAIN = Quantity("gain", "0dBi", {"dBi": _scale(1.0), "dB": _scale(1.0)}, limits.MAX_LEVEL_DB, "dBi")
-FREQUENCY = Quantity("frequency", "2437MHz", {"Hz": _scale(1.0), "kHz": _scale(1e3), "MHz": _scale(1e6),
+DECIBEL = Quantity("level in dB", "db", "10dB", {"dB": _scale(1.0)}, limits.MAX_LEVEL_DB, "dB")
+GAIN = Quantity("gain", "dbi", "0dBi", {"dBi": _scale(1.0), "dB": _scale(1.0)}, limits.MAX_LEVEL_DB, "dBi")
+FREQUENCY = Quantity("frequency", "hz", "2437MHz", {"Hz": _scale(1.0), "kHz": _scale(1e3), "MHz": _scale(1e6),
                                               "GHz": _scale(1e9)}, limits.MAX_FREQUENCY_HZ, "GHz")
-SPEED = Quantity("speed", "10m/s", {"m/s": _scale(1.0), "km/h": _scale(1.0 / 3.6)}, limits.MAX_SPEED_MPS, "m/s")
+SPEED = Quantity("speed", "mps", "10m/s", {"m/s": _scale(1.0), "km/h": _scale(1.0 / 3.6)}, limits.MAX_SPEED_MPS, "m/s")
 
 
 def whole(value: float, what: str) -> int:

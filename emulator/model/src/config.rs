@@ -401,7 +401,10 @@ impl RadioConfig {
         let rates = phy::rates_bps(self.phy);
         for (name, rate) in [("data_rate_bps", self.data_rate_bps), ("basic_rate_bps", self.basic_rate_bps)] {
             if !rates.contains(&rate) {
-                return Err(ConfigError::new(at(name), format!("{rate} is not a {:?} rate; use one of {rates:?}", self.phy)));
+                let mbps = |bps: u64| bps as f64 / 1e6;
+                let listed: Vec<String> = rates.iter().map(|&r| format!("{}Mbps", mbps(r))).collect();
+                let phy = self.phy.name();
+                return Err(ConfigError::new(at(name), format!("{} Mbit/s is not a {phy} rate (use {}, or another phy)", mbps(rate), listed.join(", "))));
             }
         }
         for (name, v) in [
@@ -430,13 +433,19 @@ impl RadioConfig {
         if self.cs_threshold_dbm > self.rx_threshold_dbm {
             return Err(ConfigError::new(
                 at("cs_threshold_dbm"),
-                format!("must be <= rx_threshold_dbm ({}): a receiver locks only on signals it senses", self.rx_threshold_dbm),
+                format!(
+                    "cs_threshold_dbm ({:.2} dBm) is above rx_threshold_dbm ({:.2} dBm): every frame that can be received must also be sensed",
+                    self.cs_threshold_dbm, self.rx_threshold_dbm
+                ),
             ));
         }
         if self.interference_floor_dbm > self.cs_threshold_dbm {
             return Err(ConfigError::new(
                 at("interference_floor_dbm"),
-                format!("must be <= cs_threshold_dbm ({}): weaker signals are not tracked at all", self.cs_threshold_dbm),
+                format!(
+                    "interference_floor_dbm ({:.2} dBm) is above cs_threshold_dbm ({:.2} dBm): signals that are sensed must be tracked",
+                    self.interference_floor_dbm, self.cs_threshold_dbm
+                ),
             ));
         }
         if !(0.0..=1.0).contains(&self.bit_error_rate) {
@@ -452,8 +461,8 @@ impl RadioConfig {
                 return Err(ConfigError::new(at(name), "must be >= 1"));
             }
         }
-        if self.cw_max < self.cw_min {
-            return Err(ConfigError::new(at("cw_max"), format!("must be >= cw_min ({})", self.cw_min)));
+        if self.cw_min > self.cw_max {
+            return Err(ConfigError::new(at("cw_min"), format!("cw_min ({}) is above cw_max ({})", self.cw_min, self.cw_max)));
         }
         match self.propagation {
             Propagation::FreeSpace | Propagation::TwoRayGround => {}
@@ -533,8 +542,17 @@ mod tests {
         assert_eq!(error_of(&one_node_json(r#"{"cw_min": 0}"#)), "nodes[1].radio.cw_min: must be >= 1");
         let unknown = error_of(&one_node_json(r#"{"cw_mni": 3}"#));
         assert!(unknown.starts_with("nodes[1].radio.cw_mni: unknown field `cw_mni`"), "{unknown}");
-        assert!(error_of(&one_node_json(r#"{"data_rate_bps": 3000000}"#)).starts_with("nodes[1].radio.data_rate_bps: 3000000 is not a Dsss rate"));
-        assert!(error_of(&one_node_json(r#"{"cs_threshold_dbm": -50.0}"#)).starts_with("nodes[1].radio.cs_threshold_dbm: must be <= rx_threshold_dbm"));
+        assert_eq!(
+            error_of(&one_node_json(r#"{"data_rate_bps": 5500000, "basic_rate_bps": 3000000}"#)),
+            "nodes[1].radio.basic_rate_bps: 3 Mbit/s is not a dsss rate (use 1Mbps, 2Mbps, 5.5Mbps, 11Mbps, or another phy)"
+        );
+        assert_eq!(
+            error_of(&one_node_json(r#"{"cs_threshold_dbm": -50.0}"#)),
+            "nodes[1].radio.cs_threshold_dbm: cs_threshold_dbm (-50.00 dBm) is above rx_threshold_dbm (-64.37 dBm): every frame that can be received must also be sensed"
+        );
+        assert!(error_of(&one_node_json(r#"{"interference_floor_dbm": -70.0}"#))
+            .starts_with("nodes[1].radio.interference_floor_dbm: interference_floor_dbm (-70.00 dBm) is above cs_threshold_dbm (-78.07 dBm)"));
+        assert_eq!(error_of(&one_node_json(r#"{"cw_min": 63, "cw_max": 31}"#)), "nodes[1].radio.cw_min: cw_min (63) is above cw_max (31)");
         assert!(error_of(&one_node_json(r#"{"antenna_height_m": -1.0}"#)).starts_with("nodes[1].radio.antenna_height_m: must be >= 0"));
         assert!(error_of(&one_node_json(r#"{"cw_max": "big"}"#)).starts_with("nodes[1].radio.cw_max: invalid type"));
         let bad_mac = one_node_json("{}").replace("02:00:00:00:00:02", "02:00:00:00:00");

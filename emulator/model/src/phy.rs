@@ -29,6 +29,18 @@ pub enum Phy {
     Ofdm,
 }
 
+impl Phy {
+    /// The name in the configuration (`dsss`, `ofdm`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phy::Dsss => "dsss",
+            Phy::Ofdm => "ofdm",
+        }
+    }
+}
+
+/// The PHY's data rates: the one table of them (the control plane learns
+/// of a rate outside it from the medium's validation).
 pub fn rates_bps(phy: Phy) -> &'static [u64] {
     match phy {
         Phy::Dsss => &[1_000_000, 2_000_000, 5_500_000, 11_000_000],
