@@ -6,6 +6,7 @@
 pub mod bringup;
 pub mod config;
 pub mod control;
+pub mod files;
 pub mod frame;
 pub mod hwsim;
 pub mod lateness;
