@@ -24,11 +24,11 @@ use meshemu_model::{Frame, LinkInfo, Medium, NodeId, TxOutcome};
 use nix::sys::epoll::Epoll;
 use nix::sys::signal::{SigSet, Signal};
 
+use self::stats::StatsPages;
 use crate::config::LabConfig;
 use crate::control::ControlServer;
 use crate::lateness::Histogram;
 use crate::pcap::AirBody;
-use self::stats::StatsPages;
 
 const CONTROL_SOCKET: &str = "control.sock";
 
