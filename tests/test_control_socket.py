@@ -20,7 +20,7 @@ from meshemu import Lab
 pytestmark = pytest.mark.root
 
 LAB = "name: ctl\nseed: 1\ngenerate: {kind: chain, n: 3, spacing: 200m}\n"
-MAX_CLIENTS = 256  # medium/src/control.rs
+MAX_CLIENTS = 256  # medium/src/control/server.rs
 
 
 def connect(path: Path) -> socket.socket:

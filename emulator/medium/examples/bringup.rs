@@ -14,8 +14,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use meshemu_medium::backend::{Lab, Tap};
 use meshemu_medium::config::LabConfig;
-use meshemu_medium::tap::Lab;
 
 const RUNS: usize = 5;
 const SIDE: usize = 10;
@@ -43,7 +43,7 @@ fn main() {
         let config = LabConfig::from_json(&lab_config("bench-lab", &grid(SIDE, 200.0), "static").to_string()).unwrap();
         let run_dir = config.run_dir.clone();
         let start = Instant::now();
-        let lab = Lab::bring_up(config).expect("bring-up");
+        let lab = Lab::bring_up(config, &Tap).expect("bring-up");
         ups.push(start.elapsed());
         let start = Instant::now();
         drop(lab);

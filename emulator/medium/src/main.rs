@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use meshemu_medium::backend::{self, hwsim, Hwsim, Tap};
 use meshemu_medium::config::{self, LabConfig};
 use meshemu_model::sim::Scenario;
 use meshemu_model::{routing, Medium, MediumConfig};
@@ -64,7 +65,7 @@ enum Command {
         config: PathBuf,
         /// How the radios join each other.
         #[arg(long, value_enum, default_value = "ibss")]
-        mode: meshemu_medium::hwsim::Mode,
+        mode: hwsim::Mode,
         /// IBSS SSID or mesh ID.
         #[arg(long, default_value = "meshemu")]
         ssid: String,
@@ -155,33 +156,16 @@ fn sim(path: &Path) -> anyhow::Result<()> {
 fn tap(path: &Path) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let lab = LabConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
-    raise_open_file_limit(lab.nodes.len())?;
-    meshemu_medium::tap::run(lab)
+    backend::run(lab, &Tap)
 }
 
-/// A lab holds a descriptor per node and one per control client: more than
-/// Debian's default soft limit of 1024 for 1000 nodes, or for 800 with as
-/// many clients as the medium serves. As root it may raise the hard limit too.
-fn raise_open_file_limit(nodes: usize) -> anyhow::Result<()> {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let needed = (nodes + meshemu_medium::control::MAX_CLIENTS + 64) as u64;
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).context("reading the open-file limit")?;
-    if soft >= needed {
-        return Ok(());
-    }
-    setrlimit(Resource::RLIMIT_NOFILE, needed, hard.max(needed)).with_context(|| {
-        format!("a lab of {nodes} nodes needs {needed} open files, the limit is {soft} (hard {hard}) and cannot be raised")
-    })
-}
-
-fn hwsim(path: &Path, options: meshemu_medium::hwsim::Options) -> anyhow::Result<()> {
+fn hwsim(path: &Path, options: hwsim::Options) -> anyhow::Result<()> {
     let text = config::read_input(path)?;
     let lab = LabConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config::display_source(path)))?;
     if options.ssid.is_empty() || options.ssid.len() > 32 {
         anyhow::bail!("--ssid: {:?} is not 1 to 32 bytes long", options.ssid);
     }
-    raise_open_file_limit(lab.nodes.len())?;
-    meshemu_medium::hwsim::run(lab, options)
+    backend::run(lab, &Hwsim(options))
 }
 
 fn main() -> ExitCode {
@@ -194,7 +178,7 @@ fn main() -> ExitCode {
         Command::Tap { config } => tap(config),
         Command::Hwsim { config, mode, ssid, frequency_mhz } => hwsim(
             config,
-            meshemu_medium::hwsim::Options { mode: *mode, ssid: ssid.clone(), frequency_mhz: *frequency_mhz },
+            hwsim::Options { mode: *mode, ssid: ssid.clone(), frequency_mhz: *frequency_mhz },
         ),
     };
     match outcome {

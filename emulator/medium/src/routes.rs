@@ -118,7 +118,7 @@ mod tests {
     use super::*;
 
     fn ip(i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(10, 0, (i + 1 >> 8) as u8, (i + 1) as u8)
+        Ipv4Addr::new(10, 0, ((i + 1) >> 8) as u8, (i + 1) as u8)
     }
 
     /// Longest-prefix match over the routes, the subnet route (on the link) below them.

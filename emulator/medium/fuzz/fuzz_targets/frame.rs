@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use meshemu_medium::frame::{Classifier, ETHERNET_HEADER_LEN};
-use meshemu_medium::hwsim::frame::parse;
+use meshemu_medium::backend::hwsim::frame::parse;
+use meshemu_medium::backend::tap::frame::{Classifier, ETHERNET_HEADER_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let macs = [[2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 3]];

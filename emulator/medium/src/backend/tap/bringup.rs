@@ -3,48 +3,11 @@
 //! built in parallel by worker threads that each enter one new namespace after
 //! another.
 
-use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
+use crate::backend::nodes::{set_up_each, BringUpError, NodeSpec};
 use crate::netlink::{self, RouteSocket};
 use crate::netns::{self, NetSysctls, NetnsMount, TAP_NAME};
-
-/// What one node's namespace needs.
-#[derive(Debug, Clone)]
-pub struct NodeSpec {
-    /// Node name (for messages).
-    pub name: String,
-    /// Name of the namespace under /run/netns.
-    pub netns: String,
-    pub mac: [u8; 6],
-    pub ipv4: Ipv4Addr,
-    pub prefix_len: u8,
-    pub mtu: u32,
-    pub routes: Vec<Route>,
-    /// IPv6 on for wlan0 (link-local only).
-    pub ipv6_link_local: bool,
-}
-
-/// `destination/prefix_len via gateway dev wlan0`, or on the link
-/// (`dev wlan0 scope link`) without a gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route {
-    pub destination: Ipv4Addr,
-    pub prefix_len: u8,
-    pub gateway: Option<Ipv4Addr>,
-}
-
-/// A bring-up step that failed, naming the node and the step.
-#[derive(Debug, thiserror::Error)]
-#[error("node {node} (namespace {netns}): {step}: {source}")]
-pub struct BringUpError {
-    pub node: String,
-    pub netns: String,
-    pub step: &'static str,
-    pub source: std::io::Error,
-}
 
 /// The namespaces and TAPs of a lab. Dropping it tears everything down in the
 /// fast order: every namespace name is removed first, then the TAP fds are
@@ -83,36 +46,16 @@ pub fn bring_up(nodes: &[NodeSpec], threads: usize) -> Result<Namespaces, BringU
         step: "preparing /run/netns",
         source,
     })?;
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let done: Mutex<Vec<Option<NodeUp>>> = Mutex::new((0..nodes.len()).map(|_| None).collect());
-    let first_error: Mutex<Option<BringUpError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, nodes.len().max(1)) {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(node) = nodes.get(i) else { break };
-                    match set_up_node(node) {
-                        Ok(up) => done.lock().unwrap()[i] = Some(up),
-                        Err(e) => {
-                            failed.store(true, Ordering::Relaxed);
-                            first_error.lock().unwrap().get_or_insert(e);
-                        }
-                    }
-                }
-            });
+    match set_up_each(nodes, threads, |_, node| set_up_node(node)) {
+        Ok(up) => Ok(into_namespaces(up)),
+        Err((made, error)) => {
+            drop(into_namespaces(made));
+            Err(error)
         }
-    });
-    let done = done.into_inner().unwrap();
-    if let Some(error) = first_error.into_inner().unwrap() {
-        drop(into_namespaces(done.into_iter().flatten()));
-        return Err(error);
     }
-    Ok(into_namespaces(done.into_iter().map(|up| up.expect("every node is up"))))
 }
 
-fn into_namespaces(nodes: impl Iterator<Item = NodeUp>) -> Namespaces {
+fn into_namespaces(nodes: Vec<NodeUp>) -> Namespaces {
     let mut namespaces = Namespaces { mounts: Vec::new(), taps: Vec::new(), inodes: Vec::new() };
     for up in nodes {
         namespaces.mounts.push(up.mount);

@@ -1,7 +1,7 @@
-//! The TAP driver (`meshemu-medium tap`, emulator/README.md section 4):
-//! brings a lab up with one TAP per node namespace, then runs the shared
-//! real-time loop (`realtime.rs`) until SIGTERM, SIGINT, SIGHUP or a
-//! `shutdown` request; then takes the lab down.
+//! The TAP backend (`meshemu-medium tap`, emulator/README.md section 4): a
+//! network namespace per node with a TAP `wlan0` (`bringup.rs`), whose
+//! Ethernet frames the port hands to the model (`frame.rs`) and writes
+//! back to the receivers' TAPs as they were read.
 //!
 //! What it creates, and removes on a clean exit:
 //! - `/run/netns/<netns>` for every node (the namespaces, with `wlan0` inside);
@@ -13,63 +13,51 @@
 //! The directories `run_dir`, `run_dir/nodes/<name>` and `/run/meshemu/by-netns`
 //! are created when missing and never removed by the medium.
 
+pub mod bringup;
+pub mod frame;
+
 use std::os::fd::AsFd;
 
 use anyhow::Context;
-use meshemu_model::{LinkInfo, Medium, NodeId, TxOutcome};
+use meshemu_model::{Medium, NodeId, TxOutcome};
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 
-use crate::bringup::{self, Namespaces, NodeSpec, Route};
-use crate::config::{LabConfig, Routing};
-use crate::frame::{Classifier, Payload, ETHERNET_HEADER_LEN};
+use self::bringup::Namespaces;
+use self::frame::{Classifier, Payload, ETHERNET_HEADER_LEN};
+use super::nodes::NodeSpec;
+use super::Backend;
+use crate::config::LabConfig;
 use crate::pcap::AirBody;
-use crate::realtime::{self, Delivery, Inbound, Port, Service};
-use crate::routes;
+use crate::realtime::{Delivery, Inbound, Port};
 
 /// Largest frame a TAP hands us (64 KiB MTU + Ethernet header).
 const READ_BUFFER: usize = 65_536 + ETHERNET_HEADER_LEN;
 
-/// Brings the lab of `config` up, prints the ready line, runs until told to
-/// stop, and takes the lab down. Errors during bring-up leave nothing behind.
-pub fn run(config: LabConfig) -> anyhow::Result<()> {
-    realtime::block_exit_signals()?;
-    let lab = Lab::bring_up(config)?;
-    realtime::run(lab.port, lab.service)
-}
+/// The TAP backend.
+pub struct Tap;
 
-/// Everything a running TAP lab holds. Field order is teardown order:
-/// namespaces first, then links and socket.
-pub struct Lab {
-    port: TapPort,
-    service: Service<Payload>,
-}
+impl Backend for Tap {
+    type Port = TapPort;
 
-impl Lab {
-    /// Namespaces, TAPs, routes, then what [`Service::bring_up`] makes;
-    /// undone on failure.
-    pub fn bring_up(config: LabConfig) -> anyhow::Result<Lab> {
-        let medium = Medium::new(config.medium.clone()).context("medium")?;
-        let links_at_start = medium.links(0);
-        let specs = node_specs(&config, &links_at_start);
+    /// Namespaces, TAPs, addresses and routes.
+    fn attach(&self, config: &LabConfig, specs: &[NodeSpec]) -> anyhow::Result<(TapPort, Vec<u64>)> {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let namespaces = bringup::bring_up(&specs, threads)?;
+        let namespaces = bringup::bring_up(specs, threads)?;
         let macs: Vec<[u8; 6]> = config.medium.nodes.iter().map(|node| node.mac_address.0).collect();
+        let inodes = namespaces.inodes().to_vec();
         let port = TapPort {
             classifier: Classifier::new(&macs, &config.priority_udp_ports),
             names: config.medium.nodes.iter().map(|n| n.name.clone()).collect(),
             read_buffer: vec![0; READ_BUFFER],
             namespaces,
         };
-        let inodes = port.namespaces.inodes().to_vec();
-        // On failure `port` is dropped here, which removes the namespaces.
-        let service = Service::bring_up(config, medium, links_at_start, &inodes)?;
-        Ok(Lab { port, service })
+        Ok((port, inodes))
     }
 }
 
 /// The nodes' TAPs: token i is node i's TAP.
-struct TapPort {
+pub struct TapPort {
     namespaces: Namespaces,
     classifier: Classifier,
     names: Vec<String>,
@@ -121,37 +109,4 @@ impl Port for TapPort {
     fn air_body(payload: &Payload) -> AirBody<'_> {
         AirBody::Ethernet(payload)
     }
-}
-
-/// What each namespace needs, static routes included when asked for.
-pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
-    let n = config.nodes.len();
-    let table = match config.routing {
-        Routing::Static => meshemu_model::routing::min_hop_next_hops(n, links),
-        Routing::None => vec![vec![None; n]; n],
-    };
-    let addresses: Vec<_> = config.nodes.iter().map(|node| node.ipv4).collect();
-    config
-        .nodes
-        .iter()
-        .zip(&config.medium.nodes)
-        .zip(&table)
-        .map(|((node, medium_node), next_hops)| NodeSpec {
-            name: medium_node.name.clone(),
-            netns: node.netns.clone(),
-            mac: medium_node.mac_address.0,
-            ipv4: node.ipv4,
-            prefix_len: node.prefix_len,
-            mtu: node.mtu,
-            routes: routes::node_routes(node.ipv4, node.prefix_len, &addresses, next_hops)
-                .into_iter()
-                .map(|route| Route {
-                    destination: route.prefix,
-                    prefix_len: route.len,
-                    gateway: route.next_hop.map(|gateway| addresses[gateway]),
-                })
-                .collect(),
-            ipv6_link_local: config.ipv6_link_local,
-        })
-        .collect()
 }

@@ -1,4 +1,4 @@
-//! The hwsim driver (`meshemu-medium hwsim`, emulator/README.md section 7):
+//! The hwsim backend (`meshemu-medium hwsim`, emulator/README.md section 7):
 //! every node gets a mac80211_hwsim radio, so the kernel's own 802.11 stack
 //! (mac80211: IBSS or 802.11s joins, beacons, management frames) runs in the
 //! node, and the medium registers with the `MAC80211_HWSIM` generic-netlink
@@ -8,9 +8,9 @@
 //! (HWSIM_CMD_FRAME) and report the transmit status to the sender
 //! (HWSIM_CMD_TX_INFO_FRAME). The model emulates RTS/CTS and ACK itself.
 //!
-//! The rest is the TAP driver's: the same model, LAB.json, statistics pages,
-//! control socket, air capture (showing mac80211's frames as they are) and
-//! lateness (`realtime.rs`).
+//! The rest is shared with the TAP backend: the same model, LAB.json,
+//! statistics pages, control socket, air capture (showing mac80211's frames
+//! as they are) and lateness (`realtime/`).
 //!
 //! Radios are created from the medium's own socket with
 //! HWSIM_ATTR_DESTROY_RADIO_ON_CLOSE, so they go away with the medium however
@@ -29,9 +29,11 @@ use meshemu_model::{Dest, Frame, Medium, NodeId, RadioConfig, TxOutcome};
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 
 use self::genl::{Attr, HwsimMessage, HwsimSocket, Incoming, TxRate, CMD_FRAME, CMD_TX_INFO_FRAME, MAX_RATES};
+use super::nodes::NodeSpec;
+use super::Backend;
 use crate::config::LabConfig;
 use crate::pcap::AirBody;
-use crate::realtime::{self, Delivery, Inbound, Port, Service};
+use crate::realtime::{Delivery, Inbound, Port};
 
 /// How the radios join each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,27 +69,14 @@ pub struct HwsimFrame {
 
 pub type Payload = Arc<HwsimFrame>;
 
-/// Brings the lab of `config` up with hwsim radios, prints the ready line,
-/// runs until told to stop, and takes the lab down.
-pub fn run(config: LabConfig, options: Options) -> anyhow::Result<()> {
-    realtime::block_exit_signals()?;
-    let lab = Lab::bring_up(config, options)?;
-    realtime::run(lab.port, lab.service)
-}
+/// The hwsim backend, with the radios' options.
+pub struct Hwsim(pub Options);
 
-/// Everything a running hwsim lab holds. Field order is teardown order.
-pub struct Lab {
-    port: HwsimPort,
-    service: Service<Payload>,
-}
+impl Backend for Hwsim {
+    type Port = HwsimPort;
 
-impl Lab {
-    /// Registration, radios, namespaces, then what [`Service::bring_up`]
-    /// makes; undone on failure.
-    pub fn bring_up(config: LabConfig, options: Options) -> anyhow::Result<Lab> {
-        let medium = Medium::new(config.medium.clone()).context("medium")?;
-        let links_at_start = medium.links(0);
-        let specs = crate::tap::node_specs(&config, &links_at_start);
+    /// Registration as the medium, radios, namespaces, addresses and routes.
+    fn attach(&self, config: &LabConfig, specs: &[NodeSpec]) -> anyhow::Result<(HwsimPort, Vec<u64>)> {
         let mut data = HwsimSocket::open().map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 anyhow::anyhow!(
@@ -109,29 +98,27 @@ impl Lab {
         })?;
         data.set_nonblocking().context("hwsim socket")?;
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let radios = bringup::bring_up(&specs, &options, threads)?;
-        let n = config.medium.nodes.len();
+        let radios = bringup::bring_up(specs, &self.0, threads)?;
         let macs: Vec<[u8; 6]> = config.medium.nodes.iter().map(|node| node.mac_address.0).collect();
+        let inodes = radios.inodes().to_vec();
+        debug_assert_eq!(inodes.len(), config.medium.nodes.len());
         let port = HwsimPort {
             node_by_mac: macs.iter().enumerate().map(|(i, mac)| (*mac, i)).collect(),
             radios_config: config.medium.nodes.iter().map(|node| node.radio.clone()).collect(),
             pending: VecDeque::new(),
             data,
-            radios,
+            _radios: radios,
             macs,
         };
-        let inodes = port.radios.inodes().to_vec();
-        debug_assert_eq!(inodes.len(), n);
-        let service = Service::bring_up(config, medium, links_at_start, &inodes)?;
-        Ok(Lab { port, service })
+        Ok((port, inodes))
     }
 }
 
 /// The medium's side of hwsim: one socket registered as the medium (token 0).
-struct HwsimPort {
+pub struct HwsimPort {
     data: HwsimSocket,
     /// The radios and namespaces (dropped after the socket).
-    radios: bringup::Radios,
+    _radios: bringup::Radios,
     node_by_mac: HashMap<[u8; 6], NodeId>,
     macs: Vec<[u8; 6]>,
     /// The radios' model configuration at start (rates for RX_RATE).

@@ -4,20 +4,18 @@
 //! the node's namespace), an interface `wlan0` of type IBSS or mesh with the
 //! node's address, MTU and static routes, joined to the lab's cell. Radios
 //! are configured with `iw` argument lists; addresses and routes with
-//! rtnetlink as in the TAP driver.
+//! rtnetlink as in the TAP backend.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsFd;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use nix::sched::{setns, CloneFlags};
 
 use super::genl::{Attr, HwsimMessage, HwsimSocket, CMD_NEW_RADIO};
 use super::{Mode, Options};
-use crate::bringup::{BringUpError, NodeSpec};
+use crate::backend::nodes::{set_up_each, BringUpError, NodeSpec};
 use crate::netlink::{self, RouteSocket};
 use crate::netns::{self, NetSysctls, NetnsMount, NETNS_RUN_DIR, TAP_NAME};
 use crate::pcap::BSSID;
@@ -80,38 +78,18 @@ pub fn bring_up(nodes: &[NodeSpec], options: &Options, threads: usize) -> Result
             .map_err(fail(node, "adding the radio's interface"))?;
     }
 
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let done: Mutex<Vec<Option<(NetnsMount, u64)>>> = Mutex::new((0..nodes.len()).map(|_| None).collect());
-    let first_error: Mutex<Option<BringUpError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, nodes.len().max(1)) {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(node) = nodes.get(i) else { break };
-                    match set_up_node(i, node, options, &root) {
-                        Ok(up) => done.lock().unwrap()[i] = Some(up),
-                        Err(e) => {
-                            failed.store(true, Ordering::Relaxed);
-                            first_error.lock().unwrap().get_or_insert(e);
-                        }
-                    }
-                }
-            });
-        }
-    });
-    let done = done.into_inner().unwrap();
+    let (made, error) = match set_up_each(nodes, threads, |i, node| set_up_node(i, node, options, &root)) {
+        Ok(made) => (made, None),
+        Err((made, error)) => (made, Some(error)),
+    };
     let mut radios = Radios { _creator: creator, mounts: Vec::new(), inodes: Vec::new() };
-    let complete = done.iter().all(Option::is_some);
-    for (mount, inode) in done.into_iter().flatten() {
+    for (mount, inode) in made {
         radios.mounts.push(mount);
         radios.inodes.push(inode);
     }
-    match first_error.into_inner().unwrap() {
+    match error {
         Some(error) => Err(error), // `radios` drops what was made
-        None if complete => Ok(radios),
-        None => Err(lab_wide("bringing nodes up")(io::Error::other("a worker stopped early"))),
+        None => Ok(radios),
     }
 }
 
