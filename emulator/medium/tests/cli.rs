@@ -47,7 +47,7 @@ fn links_refuses_a_bad_configuration_naming_the_field() {
     let out = run_with_stdin("links", &medium);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("stdin: nodes[1].radio.data_rate_bps: 3000000"), "{stderr}");
+    assert!(stderr.contains("stdin: nodes[1].radio.data_rate_bps: 3 Mbit/s is not a dsss rate"), "{stderr}");
 
     let out = Command::new(medium_program()).args(["links", "/nonexistent/medium.json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
