@@ -39,7 +39,8 @@ pub struct Route {
 
 /// A bring-up step that failed, naming the node and the step.
 #[derive(Debug, thiserror::Error)]
-#[error("node {node} (namespace {netns}): {step}: {source}")]
+// The reason follows from `source` in the error chain (`{e:#}`).
+#[error("node {node} (namespace {netns}): {step}")]
 pub struct BringUpError {
     pub node: String,
     pub netns: String,
