@@ -3,6 +3,7 @@ over an hour). Each part prints its figures; none of them is a pass/fail
 timing, but leftovers are counted and reported.
 
     python -m meshemu.bench.soak mobile [--minutes 60] [--seed 1]
+    python -m meshemu.bench.soak routes [--moving 90] [--seed 1]
     python -m meshemu.bench.soak cycles [--count 200] [--topology topologies/random50.yaml]
     python -m meshemu.bench.soak kills  [--count 50] [--seed 1]
 
@@ -14,6 +15,12 @@ minute (p50/p99/max, from the differences of its lateness histogram). For
 the last 120 s the nodes stand still and the traffic has stopped; after 30 s
 of that every node pings a node it has a multi-hop path to: a route still
 stuck on a broken link shows as a failed ping.
+
+routes: the same topology without traffic, brought up by a Lab: it moves
+for MOVING seconds, stands still, and after 30 s every fifth node pings the
+node farthest from it, one ping after another, so that each discovery has
+the network to itself: whether routes are found again after motion, apart
+from what traffic does to them.
 
 cycles: the lab up and down COUNT times; the time of each, and anything left
 on the host after all of them (meshemu.leftovers).
@@ -75,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     mobile = parts.add_parser("mobile", help="an hour of a mobile 50-node lab: memory, lateness, stuck routes")
     mobile.add_argument("--minutes", type=int, default=60)
     mobile.add_argument("--seed", type=int, default=1)
+    routes = parts.add_parser("routes", help="routes found again after motion, without traffic")
+    routes.add_argument("--moving", type=int, default=90, help="seconds of motion before standing still")
+    routes.add_argument("--seed", type=int, default=1)
     cycles = parts.add_parser("cycles", help="a lab up and down many times")
     cycles.add_argument("--count", type=int, default=200)
     cycles.add_argument("--topology", type=Path, default=REPO / "topologies" / "random50.yaml")
@@ -85,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.part == "mobile":
             return soak_mobile(args.minutes, args.seed)
+        if args.part == "routes":
+            return soak_routes(args.moving, args.seed)
         if args.part == "cycles":
             return soak_cycles(args.count, args.topology)
         return soak_kills(args.count, args.seed)
@@ -111,13 +123,18 @@ def report_leftovers(before: dict[str, object]) -> int:
 
 # --- mobile ---
 
-def mobile_experiment(minutes: int, seed: int) -> str:
-    stop_s = minutes * 60 - STILL_S  # the traffic stops when the nodes do: the pings test routes, not queues
+def strip_topology() -> dict[str, Any]:
+    """strip.yaml's topology (50 nodes, aodvd) at its fastest: 1-20 m/s."""
     topology = YAML(typ="safe").load(STRIP.read_text())["topology"]
     topology["mobility"]["speed"] = ["1m/s", "20m/s"]
+    return topology
+
+
+def mobile_experiment(minutes: int, seed: int) -> str:
+    stop_s = minutes * 60 - STILL_S  # the traffic stops when the nodes do: the pings test routes, not queues
     return json.dumps({  # JSON is YAML
         "description": f"soak, mobile: strip.yaml's topology for {minutes} min, a bulk TCP and a CBR UDP flow",
-        "topology": topology,
+        "topology": strip_topology(),
         "duration": f"{minutes * 60}s",
         "warmup": "0s",
         "seed": seed,
@@ -237,13 +254,8 @@ def stuck_routes(lab: Lab) -> tuple[int, list[str]]:
     away); how many pinged, and the pairs that got no reply within PING_S.
     The pings start PING_GAP_S apart (50 route discoveries at once would
     test the flood, not the routes) and end well before the run does."""
-    report = lab.control("links")
     names = list(lab.nodes)
-    one_way = {(link["a"], link["b"]) for link in report["links"] if link["in_rx_range"]}
-    neighbours: dict[int, list[int]] = {i: [] for i in range(len(names))}
-    for a, b in one_way:
-        if (b, a) in one_way:
-            neighbours[a].append(b)
+    neighbours = neighbours_both_ways(lab)
     pings = {}
     for source in range(len(names)):
         target = farthest(source, neighbours)
@@ -257,6 +269,16 @@ def stuck_routes(lab: Lab) -> tuple[int, list[str]]:
     return len(pings), [pair for pair, ping in pings.items() if ping.wait(timeout=PING_S + 5) != 0]
 
 
+def neighbours_both_ways(lab: Lab) -> dict[int, list[int]]:
+    """Each node's neighbours now: the nodes in receive range both ways."""
+    one_way = {(link["a"], link["b"]) for link in lab.control("links")["links"] if link["in_rx_range"]}
+    neighbours: dict[int, list[int]] = {i: [] for i in range(len(lab))}
+    for a, b in one_way:
+        if (b, a) in one_way:
+            neighbours[a].append(b)
+    return neighbours
+
+
 def farthest(source: int, neighbours: dict[int, list[int]]) -> int | None:
     hops = {source: 0}
     queue = deque([source])
@@ -268,6 +290,44 @@ def farthest(source: int, neighbours: dict[int, list[int]]) -> int | None:
                 queue.append(peer)
     target = max(hops, key=lambda node: (hops[node], -node))
     return target if hops[target] >= 2 else None
+
+
+# --- routes ---
+
+ROUTES_EVERY = 5  # every fifth node pings: ten discoveries one after another
+
+
+def soak_routes(moving_s: int, seed: int) -> int:
+    before = leftovers.snapshot()
+    pinged: list[tuple[str, bool, float]] = []
+    with tempfile.TemporaryDirectory(prefix="meshemu-soak-") as scratch:
+        path = Path(scratch) / "strip.yaml"
+        path.write_text(json.dumps({**strip_topology(), "seed": seed}))  # JSON is YAML
+        lab = Lab(load_topology(path), "soakroutes")
+        try:
+            lab.up()
+            time.sleep(moving_s)
+            lab.control("mobility", node=None, run=False)
+            time.sleep(SETTLE_S)
+            names = list(lab.nodes)
+            neighbours = neighbours_both_ways(lab)
+            for source in range(0, len(names), ROUTES_EVERY):
+                target = farthest(source, neighbours)
+                if target is None:
+                    continue
+                started = time.monotonic()
+                ping = subprocess.run(lab[names[source]].command(["ping", "-c", "1", "-w", str(PING_S), names[target]]),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                pinged.append((f"{names[source]}->{names[target]}", ping.returncode == 0, time.monotonic() - started))
+        finally:
+            lab.down()
+    print(f"routes: strip.yaml's topology at 1-20 m/s, seed {seed}, {moving_s} s moving, {SETTLE_S} s still, "
+          f"then one ping after another (deadline {PING_S} s)")
+    for pair, answered, seconds in pinged:
+        print(f"{pair:>10}: {'reply' if answered else 'no reply'} after {seconds:.1f} s")
+    failed = [pair for pair, answered, _ in pinged if not answered]
+    print(f"{len(pinged) - len(failed)} of {len(pinged)} answered")
+    return report_leftovers(before) or (1 if failed else 0)
 
 
 # --- cycles ---
