@@ -62,6 +62,18 @@ pub struct Config {
     /// (`ifqueue->filter` in `rt_ll_failed` and `recvError`). Needs a link
     /// layer that can (the medium's `flush` request).
     pub flush_on_break: bool,
+    /// A node on a reply's way back relays it even when it is not news
+    /// there (its own route to the destination is as fresh, with as few
+    /// hops, through another neighbour), describing that own route: the
+    /// reply is the originator's only one. Off (RFC 3561 6.7's letter, ns-2):
+    /// only a reply that made or changed the route goes on, so a node that
+    /// already knew the destination drops it; where only the destination
+    /// answers (D flag) and replies carry no new number, discoveries fail.
+    pub relay_every_reply: bool,
+    /// The destination answers with the larger of its own number and the
+    /// one asked for plus one, as ns-2 does (`recvRequest`), so every reply
+    /// is news at every hop. Off: the larger of the two (RFC 3561 6.1).
+    pub renumber_replies: bool,
 }
 
 /// The wait for an RREP after the n-th network-wide RREQ of a discovery.
@@ -130,6 +142,8 @@ impl Default for Config {
             rerr_broadcast: false,
             acked_frames_alive: false,
             flush_on_break: false,
+            relay_every_reply: true,
+            renumber_replies: false,
         }
     }
 }
@@ -146,7 +160,8 @@ impl Config {
     /// network-wide waits grow linearly, ACTIVE_ROUTE_TIMEOUT 10 s, no RREQ
     /// or RERR rate limit (10000 per second here), every RERR broadcast,
     /// 10 ms jitter, the frames queued for a neighbour dropped when its
-    /// link breaks routes. The first RREQ for a destination never reached before
+    /// link breaks routes, replies relayed only where they are news and
+    /// renumbered by the destination. The first RREQ for a destination never reached before
     /// covers the whole network: aodv.h's TTL_START (5) is never used,
     /// because `sendRequest` starts from max(last TTL, `rt_last_hop_count`)
     /// and a new entry's `rt_last_hop_count` is INFINITY2 (255).
@@ -175,6 +190,8 @@ impl Config {
             broadcast_jitter_ms: 10,
             rerr_broadcast: true,
             flush_on_break: true,
+            relay_every_reply: false,
+            renumber_replies: true,
             ..Config::default()
         }
     }
@@ -313,6 +330,7 @@ mod tests {
         assert_eq!(config.local_repair_rule, RepairRule::Ns2);
         assert_eq!((config.ttl_start, config.ttl_increment, config.ttl_threshold, config.net_diameter), (30, 2, 7, 30));
         assert_eq!(config.rreq_backoff, RreqBackoff::Linear);
+        assert!(!config.relay_every_reply && config.renumber_replies);
         // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
         assert_eq!(config.ring_traversal_time(5), Duration::from_millis(300));
         assert_eq!(config.net_traversal_time(), Duration::from_millis(1800));

@@ -600,6 +600,9 @@ impl Aodv {
             if !rreq.unknown_seq && seq_newer(rreq.dst_seq, self.seq) {
                 self.seq = rreq.dst_seq;
             }
+            if self.config.renumber_replies {
+                self.seq = self.seq.wrapping_add(1);
+            }
             let rrep = Rrep {
                 repair: false,
                 ack_required: self.config.rrep_ack,
@@ -690,21 +693,37 @@ impl Aodv {
             return;
         }
         // Relay when the reply is news or agrees with our route (a second
-        // originator's reply along the same path must get through too).
+        // originator's reply along the same path must get through too);
+        // else, if asked to, as our own route, which is at least as good.
         let agrees = self.route(rrep.dst).is_some_and(|(next_hop, h)| next_hop == from && h == hops);
-        if !(replaced || agrees) {
-            self.counters.ignored += 1;
-            return;
-        }
+        let own = self.routes.get(&rrep.dst).filter(|r| r.state == RouteState::Valid);
+        let (relayed, towards_dst) = match own {
+            _ if replaced || agrees => (Rrep { hop_count: hops, ..rrep }, from),
+            Some(own) if self.config.relay_every_reply => {
+                *self.counters.protocol.entry("replies_relayed_as_own_route").or_default() += 1;
+                let lifetime_ms = millis(own.expires.saturating_sub(now));
+                let described = Rrep {
+                    hop_count: own.hops,
+                    dst_seq: own.seq.unwrap_or(rrep.dst_seq),
+                    lifetime_ms,
+                    ..rrep
+                };
+                (described, own.next_hop)
+            }
+            _ => {
+                self.counters.ignored += 1;
+                return;
+            }
+        };
         let Some((to_orig, _)) = self.route(rrep.orig) else {
             self.counters.ignored += 1;
             return;
         };
         self.add_precursor(rrep.dst, to_orig);
-        self.add_precursor(from, to_orig);
-        self.add_precursor(rrep.orig, from);
+        self.add_precursor(towards_dst, to_orig);
+        self.add_precursor(rrep.orig, towards_dst);
         self.refresh(now, rrep.orig);
-        let relayed = Rrep { hop_count: hops, ack_required: self.config.rrep_ack, ..rrep };
+        let relayed = Rrep { ack_required: self.config.rrep_ack, ..relayed };
         self.send_rrep(now, to_orig, relayed, out);
     }
 

@@ -114,7 +114,7 @@ pub struct Counters {
     pub packets_dropped: u64,
     /// Forwarded data packets that found no route (dropped, RERR sent).
     pub forward_no_route: u64,
-    /// Counters of one protocol only (none for AODV), written beside the others.
+    /// Counters of one protocol only, written beside the others.
     #[serde(flatten)]
     pub protocol: BTreeMap<&'static str, u64>,
 }

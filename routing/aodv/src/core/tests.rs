@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use meshemu_ondemand::{Input, Protocol, BROADCAST};
 
-use crate::packet::{Message, Rreq};
+use crate::packet::{Message, Rrep, Rreq};
 use crate::{Aodv, Config, Event, Output};
 
 fn ms(value: u64) -> Duration {
@@ -329,6 +329,96 @@ fn destination_takes_the_sequence_number_the_originator_expects() {
     let further = Message::Rreq(Rreq { id: 2, dst_seq: 7, ..first });
     node.handle(ms(2), Input::Control { from: addr(0), ttl: 2, payload: &further.encode() }, &mut out);
     assert_eq!(node.sequence_number(), 7);
+}
+
+#[test]
+fn ns2_preset_destination_renumbers_every_reply() {
+    let mut node = Aodv::new(Config::ns2(), addr(1), 1, Duration::ZERO);
+    let rreq = Rreq {
+        join: false,
+        repair: false,
+        gratuitous: false,
+        destination_only: false,
+        unknown_seq: false,
+        hop_count: 0,
+        id: 1,
+        dst: addr(1),
+        dst_seq: 4,
+        orig: addr(0),
+        orig_seq: 5,
+    };
+    let mut out = Vec::new();
+    let first = Message::Rreq(rreq.clone());
+    node.handle(ms(0), Input::Control { from: addr(0), ttl: 2, payload: &first.encode() }, &mut out);
+    assert_eq!(node.sequence_number(), 5, "ns-2: max(own, asked) + 1");
+    let second = Message::Rreq(Rreq { id: 2, ..rreq });
+    node.handle(ms(1), Input::Control { from: addr(0), ttl: 2, payload: &second.encode() }, &mut out);
+    assert_eq!(node.sequence_number(), 6, "a reply to the same question is news again");
+}
+
+/// A node between an originator (0) and a destination (4) that already has
+/// a route to 4 through neighbour 2, with the number and hop count of the
+/// reply that now comes back through neighbour 3: the reply is no news to
+/// it. What it sends towards the originator.
+fn relay_of_a_reply_that_is_no_news(config: Config) -> (Vec<Rrep>, Aodv) {
+    let mut node = Aodv::new(config, addr(1), 1, Duration::ZERO);
+    let mut out = Vec::new();
+    let known = Rrep {
+        repair: false,
+        ack_required: false,
+        prefix_size: 0,
+        hop_count: 1,
+        dst: addr(4),
+        dst_seq: 5,
+        orig: addr(1),
+        lifetime_ms: 10_000,
+    };
+    node.handle(ms(0), Input::Control { from: addr(2), ttl: 1, payload: &Message::Rrep(known.clone()).encode() }, &mut out);
+    assert_eq!(node.route(addr(4)), Some((addr(2), 2)));
+    let rreq = Rreq {
+        join: false,
+        repair: false,
+        gratuitous: false,
+        destination_only: true,
+        unknown_seq: true,
+        hop_count: 0,
+        id: 1,
+        dst: addr(4),
+        dst_seq: 0,
+        orig: addr(0),
+        orig_seq: 3,
+    };
+    node.handle(ms(10), Input::Control { from: addr(0), ttl: 30, payload: &Message::Rreq(rreq).encode() }, &mut out);
+    let reply = Rrep { orig: addr(0), ..known };
+    let mut out = Vec::new();
+    node.handle(ms(20), Input::Control { from: addr(3), ttl: 1, payload: &Message::Rrep(reply).encode() }, &mut out);
+    let sent = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { to, payload, .. } if *to == addr(0) => match Message::decode(payload) {
+                Ok(Message::Rrep(rrep)) => Some(rrep),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    (sent, node)
+}
+
+#[test]
+fn a_reply_that_is_no_news_goes_on_as_the_own_route() {
+    let (sent, node) = relay_of_a_reply_that_is_no_news(quiet());
+    let [relayed] = sent.as_slice() else { panic!("one reply towards the originator: {sent:?}") };
+    assert_eq!((relayed.dst, relayed.dst_seq, relayed.hop_count, relayed.orig), (addr(4), 5, 2, addr(0)));
+    assert_eq!(node.route(addr(4)), Some((addr(2), 2)), "the own route stays");
+    assert_eq!(node.counters().protocol.get("replies_relayed_as_own_route"), Some(&1));
+}
+
+#[test]
+fn without_relay_every_reply_a_reply_that_is_no_news_ends_there() {
+    let (sent, node) = relay_of_a_reply_that_is_no_news(Config { relay_every_reply: false, ..quiet() });
+    assert!(sent.is_empty(), "{sent:?}");
+    assert_eq!(node.counters().ignored, 1);
 }
 
 #[test]
