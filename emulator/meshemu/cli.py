@@ -23,6 +23,7 @@ from . import hwsim, medium, procs, simfile, units, vm
 from .errors import ConfigError, LabError, MeshemuError
 from .experiment import clusterhost
 from .experiment import plan as experiment_plan
+from .experiment.runs import DRIVERS, LAB
 from .lab import Lab
 from .simfile import SimPlan, SimResult
 from .source import Document, load_yaml
@@ -123,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = command("validate", _validate, "check topology, sim and experiment files")
     sub.add_argument("files", nargs="+", metavar="FILE")
-    sub.add_argument("--driver", choices=experiment_plan.DRIVERS, default=experiment_plan.LAB,
+    sub.add_argument("--driver", choices=DRIVERS, default=LAB,
                      help="plan experiment files for this driver of meshemu run (default lab)")
 
     sub = command("sim", _sim, "run a sim file in virtual time (every sweep point and seed)")
@@ -184,7 +185,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
-    sub.add_argument("--driver", choices=experiment_plan.DRIVERS, default=experiment_plan.LAB,
+    sub.add_argument("--driver", choices=DRIVERS, default=LAB,
                      help="lab (default): real-time labs of Linux namespaces; ns2: each run translated into an "
                           "ns-2.35 scenario and simulated; sim: each run by our model in virtual time "
                           "(meshemu-medium sim); what ns-2 or the sim cannot do is refused")
@@ -453,7 +454,7 @@ def _runs(count: int) -> str:
     return f"{count} run{'s' if count != 1 else ''}"
 
 
-def validate_file(name: str, driver: str = experiment_plan.LAB) -> tuple[str, list[str]]:
+def validate_file(name: str, driver: str = LAB) -> tuple[str, list[str]]:
     """What `meshemu validate` checks of one file (every scale of an
     experiment planned): a summary, and notes on the runs this machine
     cannot carry out. Raises ConfigError."""
@@ -476,7 +477,7 @@ def _validate_experiment(name: str, document: Document, driver: str) -> tuple[st
         try:
             plan = experiment_plan.plan_experiment(document.copy(), scale=scale, driver=driver)
         except experiment_plan.NothingRunsHere as exc:
-            if driver != experiment_plan.LAB:
+            if driver != LAB:
                 raise
             counts.append(f"{label}no run on this machine")
             skipped.update(skip.reason for skip in exc.skipped)
@@ -484,7 +485,7 @@ def _validate_experiment(name: str, document: Document, driver: str) -> tuple[st
         counts.append(label + _runs(len(plan.runs)) + (f" ({len(plan.skipped)} skipped)" if plan.skipped else ""))
         skipped.update(skip.reason for skip in plan.skipped)
     notes = [f"skipped ({_runs(count)}): {reason}" for reason, count in skipped.items()]
-    if skipped and driver == experiment_plan.LAB:  # a lab skips only what this kernel lacks
+    if skipped and driver == LAB:  # a lab skips only what this kernel lacks
         notes.append(f"those run where the kernel has them, such as the VM (every congestion control Debian ships): "
                      f"meshemu vm -- meshemu validate {name}")
     return "experiment file, " + "; ".join(counts), notes
@@ -641,7 +642,7 @@ def _run_plan(plan: experiment_plan.Plan, args: argparse.Namespace) -> int:
         for run in runs:
             print(f"{run.run_id}  {run.label()}")
         return 0
-    lab = args.driver == experiment_plan.LAB
+    lab = args.driver == LAB
     if args.cluster:
         clusterhost.require_dask()
     elif lab and os.geteuid() != 0:

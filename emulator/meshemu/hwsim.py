@@ -13,12 +13,10 @@ from __future__ import annotations
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import LabError
-
-if TYPE_CHECKING:
-    from .lab import Lab
+from .pluginapi import PluginLab
 
 MODULE = "mac80211_hwsim"
 VM_HINT = "run the command inside the VM mode: meshemu vm -- <the meshemu command or your script>"
@@ -54,7 +52,7 @@ def medium_argv(program: Path, lab_file: Path, backend: dict[str, Any]) -> list[
             "--frequency-mhz", str(backend["frequency_mhz"])]
 
 
-def _joined(lab: "Lab", node: str, mode: str) -> bool:
+def _joined(lab: PluginLab, node: str, mode: str) -> bool:
     if mode == "ibss":
         result = lab[node].run(["iw", "dev", "wlan0", "link"], timeout=30)
         return "Joined IBSS" in result.stdout
@@ -63,13 +61,13 @@ def _joined(lab: "Lab", node: str, mode: str) -> bool:
     return "plink state:\tESTAB" in result.stdout
 
 
-def wait_joined(lab: "Lab", mode: str, timeout: float) -> None:
+def wait_joined(lab: PluginLab, mode: str, timeout: float) -> None:
     """Returns once every node's radio has joined the cell."""
     deadline = time.monotonic() + timeout
-    waiting = list(lab.nodes)
+    names = [node.name for node in lab]
+    waiting = names
     if mode == "mesh":
         links = (lab.ready or {}).get("links", [])
-        names = list(lab.nodes)
         with_neighbours = {names[link["a"]] for link in links if link.get("in_rx_range")}
         waiting = [name for name in waiting if name in with_neighbours]
     while waiting:

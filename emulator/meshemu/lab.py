@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Sequence
 
 from . import hwsim, medium, procs, queueing, routing
+from .choices import NS2_ONLY_ROUTING, only_in_ns2
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
@@ -203,6 +204,10 @@ class Lab:
 
     # --- nodes ---
 
+    def processes(self, program: str) -> list[Process]:
+        """The processes of `program` (its file name) this Lab object started."""
+        return [process for process in self._spawned if Path(process.argv[0]).name == program]
+
     def __getitem__(self, name: str) -> Node:
         try:
             return self.nodes[name]
@@ -234,8 +239,8 @@ class Lab:
         """Create the lab; returns once the medium reports it ready."""
         if os.geteuid() != 0:
             raise LabError("a lab needs root (it creates network namespaces): run as root")
-        if self.routing.name in routing.NS2_ONLY_ROUTING:
-            raise LabError(routing.only_in_ns2(self.routing.name))
+        if self.routing.name in NS2_ONLY_ROUTING:
+            raise LabError(only_in_ns2(self.routing.name))
         program = medium.find_program()
         if self.backend["kind"] == "hwsim":
             hwsim.check_kernel(self.backend)
