@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from meshemu.cli import validate_file
+from meshemu.cli.files import validate_file
 from meshemu.errors import ConfigError
 from meshemu.experiment import plan, runs
 
