@@ -46,10 +46,23 @@ def check_kernel(backend: dict[str, Any]) -> None:
         raise LabError(f"this kernel has no {MODULE} ({detail[0]}): {VM_HINT}")
 
 
-def medium_argv(program: Path, lab_file: Path, backend: dict[str, Any]) -> list[str]:
-    """`meshemu-medium hwsim` for a lab."""
-    return [str(program), "hwsim", "--config", str(lab_file), "--mode", backend["mode"], "--ssid", backend["ssid"],
-            "--frequency-mhz", str(backend["frequency_mhz"])]
+class HwsimLabBackend:
+    """`backend: hwsim` (backends.py): settings {"kind", "mode", "ssid",
+    "frequency_mhz", "vm"} as the topology resolves them."""
+
+    def __init__(self, settings: dict[str, Any]):
+        self.settings = settings
+
+    def check(self) -> None:
+        check_kernel(self.settings)
+
+    def medium_argv(self, program: Path, lab_file: Path) -> list[str]:
+        """`meshemu-medium hwsim` for a lab."""
+        return [str(program), "hwsim", "--config", str(lab_file), "--mode", self.settings["mode"],
+                "--ssid", self.settings["ssid"], "--frequency-mhz", str(self.settings["frequency_mhz"])]
+
+    def wait_attached(self, lab: PluginLab, timeout: float | None) -> None:
+        wait_joined(lab, self.settings["mode"], timeout if timeout is not None else 30.0 + 0.5 * len(list(lab)))
 
 
 def _joined(lab: PluginLab, node: str, mode: str) -> bool:
