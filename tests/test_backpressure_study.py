@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, namespaces
-from meshemu import queueing
+from meshemu import choices, queueing
 from meshemu.errors import ConfigError, LabError
 from meshemu.experiment.results import read_records
 from meshemu.lab import Lab
@@ -74,7 +74,7 @@ def test_queueing_choices_map_to_bpd_arguments(tmp_path):
                      "threshold: 3, knowledge: oracle, max_hold: 1500ms, radio_depth: 1}\n").queueing
     argv = choice.argv("bpd", tmp_path / "c.json", tmp_path / "oracle")
     pairs = dict(zip(argv[1::2], argv[2::2]))
-    assert pairs == {"--mode": "backpressure", "--queue-num": "0", "--flow-idle": queueing.FLOW_IDLE,
+    assert pairs == {"--mode": "backpressure", "--queue-num": "0", "--flow-idle": choices.BPD_FLOW_IDLE,
                      "--counters": str(tmp_path / "c.json"), "--classify": "destination", "--threshold": "3",
                      "--knowledge": "oracle", "--max-hold": "1500000000ns", "--radio-depth": "1",
                      "--oracle": str(tmp_path / "oracle")}

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import range_links
 from meshemu.errors import ConfigError
-from meshemu.experiment.plan import load_experiment, short_name
+from meshemu.experiment.plan import load_experiment
+from meshemu.experiment.runs import short_name
 
 LINKS = range_links(250.0)
 CC = ["reno", "cubic", "bbr"]

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from conftest import REPO
-from meshemu.cli import validate_file
+from meshemu.cli.files import validate_file
 from meshemu.errors import ConfigError
 from meshemu.ns2trace import parse_trace
 from meshemu.schema import StrictModel

@@ -21,8 +21,9 @@ import pytest
 from conftest import REPO, ctrl_c_reaches
 from meshemu import medium
 from meshemu.errors import ConfigError, LabError
-from meshemu.experiment.plan import LAB, NS2, SIM, plan_experiment
+from meshemu.experiment.plan import plan_experiment
 from meshemu.experiment.results import read_records
+from meshemu.experiment.runs import LAB, NS2, SIM
 from meshemu.lab import Lab
 from meshemu.ns2 import scenario as ns2_scenario
 from meshemu.ns2.trace import TraceReader, read_samples

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from meshemu import Lab
-from meshemu.routing import RoutingChoice, control_overhead
+from meshemu.choices import RoutingChoice
+from meshemu.routing import control_overhead
 from meshemu.topology import load_topology
 
 

@@ -21,8 +21,9 @@ from conftest import REPO, ctrl_c_reaches
 from meshemu import medium
 from meshemu.errors import ConfigError
 from meshemu.experiment import execute
-from meshemu.experiment.plan import LAB, NS2, SIM, plan_experiment
+from meshemu.experiment.plan import plan_experiment
 from meshemu.experiment.results import read_records
+from meshemu.experiment.runs import LAB, NS2, SIM
 from meshemu.sim import scenario as sim_scenario
 from meshemu.sim.driver import SimExecution
 from meshemu.source import load_yaml

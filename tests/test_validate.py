@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from meshemu.cli import validate_file
+from meshemu.cli.files import validate_file
 from meshemu.errors import ConfigError
-from meshemu.experiment import plan
+from meshemu.experiment import plan, runs
 
 EXPERIMENT = """\
 topology: {generate: {kind: chain, n: 3, spacing: 200m}}
@@ -45,7 +45,7 @@ def test_a_file_no_driver_can_run_is_still_an_error(write):
     """ns-2 has no cubic: a file of cubic runs only is an error for it."""
     file = write("e.yaml", EXPERIMENT.replace("cc: reno", "cc: cubic"))
     with pytest.raises(ConfigError, match="cubic"):
-        validate_file(str(file), plan.NS2)
+        validate_file(str(file), runs.NS2)
 
 
 def test_other_mistakes_beside_a_missing_congestion_control_are_errors(write):

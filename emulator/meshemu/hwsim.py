@@ -13,12 +13,10 @@ from __future__ import annotations
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import LabError
-
-if TYPE_CHECKING:
-    from .lab import Lab
+from .pluginapi import PluginLab
 
 MODULE = "mac80211_hwsim"
 VM_HINT = "run the command inside the VM mode: meshemu vm -- <the meshemu command or your script>"
@@ -48,13 +46,26 @@ def check_kernel(backend: dict[str, Any]) -> None:
         raise LabError(f"this kernel has no {MODULE} ({detail[0]}): {VM_HINT}")
 
 
-def medium_argv(program: Path, lab_file: Path, backend: dict[str, Any]) -> list[str]:
-    """`meshemu-medium hwsim` for a lab."""
-    return [str(program), "hwsim", "--config", str(lab_file), "--mode", backend["mode"], "--ssid", backend["ssid"],
-            "--frequency-mhz", str(backend["frequency_mhz"])]
+class HwsimLabBackend:
+    """`backend: hwsim` (backends.py): settings {"kind", "mode", "ssid",
+    "frequency_mhz", "vm"} as the topology resolves them."""
+
+    def __init__(self, settings: dict[str, Any]):
+        self.settings = settings
+
+    def check(self) -> None:
+        check_kernel(self.settings)
+
+    def medium_argv(self, program: Path, lab_file: Path) -> list[str]:
+        """`meshemu-medium hwsim` for a lab."""
+        return [str(program), "hwsim", "--config", str(lab_file), "--mode", self.settings["mode"],
+                "--ssid", self.settings["ssid"], "--frequency-mhz", str(self.settings["frequency_mhz"])]
+
+    def wait_attached(self, lab: PluginLab, timeout: float | None) -> None:
+        wait_joined(lab, self.settings["mode"], timeout if timeout is not None else 30.0 + 0.5 * len(list(lab)))
 
 
-def _joined(lab: "Lab", node: str, mode: str) -> bool:
+def _joined(lab: PluginLab, node: str, mode: str) -> bool:
     if mode == "ibss":
         result = lab[node].run(["iw", "dev", "wlan0", "link"], timeout=30)
         return "Joined IBSS" in result.stdout
@@ -63,13 +74,13 @@ def _joined(lab: "Lab", node: str, mode: str) -> bool:
     return "plink state:\tESTAB" in result.stdout
 
 
-def wait_joined(lab: "Lab", mode: str, timeout: float) -> None:
+def wait_joined(lab: PluginLab, mode: str, timeout: float) -> None:
     """Returns once every node's radio has joined the cell."""
     deadline = time.monotonic() + timeout
-    waiting = list(lab.nodes)
+    names = [node.name for node in lab]
+    waiting = names
     if mode == "mesh":
         links = (lab.ready or {}).get("links", [])
-        names = list(lab.nodes)
         with_neighbours = {names[link["a"]] for link in links if link.get("in_rx_range")}
         waiting = [name for name in waiting if name in with_neighbours]
     while waiting:

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import hwsim, medium, procs, queueing, routing
+from . import medium, procs, queueing, routing
+from .backends import LabBackend, TapLabBackend, backend_of
+from .choices import NS2_ONLY_ROUTING, only_in_ns2
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
@@ -153,7 +155,7 @@ class Lab:
         source = Path(topology.source)
         self._setup(lab_name, str(source.resolve()) if source.is_file() else None,
                     topology.lab_config(lab_name, run_dir_of(lab_name)))
-        self.backend = topology.backend
+        self.backend = backend_of(topology.backend)
         self.routing = topology.routing_choice  # the daemons `up` starts (routing.py)
         self.queueing = topology.queueing  # bpd in every node unless fifo (queueing.py)
 
@@ -165,7 +167,7 @@ class Lab:
         self.ready: dict[str, Any] | None = None  # the medium's ready line
         self._medium: subprocess.Popen[bytes] | None = None
         self._spawned: list[Process] = []  # to reap them at down
-        self.backend: dict[str, Any] = {"kind": "tap"}  # the topology's backend (hwsim.py)
+        self.backend: LabBackend = TapLabBackend({"kind": "tap"})  # how the nodes attach (backends.py)
         self.nodes: dict[str, Node] = {}
         for index, (entry, node) in enumerate(zip(config["nodes"], config["medium"]["nodes"])):
             self.nodes[node["name"]] = Node(self, index, node["name"], entry["ipv4"], entry["netns"],
@@ -203,6 +205,10 @@ class Lab:
 
     # --- nodes ---
 
+    def processes(self, program: str) -> list[Process]:
+        """The processes of `program` (its file name) this Lab object started."""
+        return [process for process in self._spawned if Path(process.argv[0]).name == program]
+
     def __getitem__(self, name: str) -> Node:
         try:
             return self.nodes[name]
@@ -234,11 +240,10 @@ class Lab:
         """Create the lab; returns once the medium reports it ready."""
         if os.geteuid() != 0:
             raise LabError("a lab needs root (it creates network namespaces): run as root")
-        if self.routing.name in routing.NS2_ONLY_ROUTING:
-            raise LabError(routing.only_in_ns2(self.routing.name))
+        if self.routing.name in NS2_ONLY_ROUTING:
+            raise LabError(only_in_ns2(self.routing.name))
         program = medium.find_program()
-        if self.backend["kind"] == "hwsim":
-            hwsim.check_kernel(self.backend)
+        self.backend.check()
         namespaces = [entry["netns"] for entry in self.config["nodes"]]
         self._check_free(namespaces)
         state = LabState(self.name, str(self.run_dir), topology=self.source, namespaces=namespaces)
@@ -261,8 +266,7 @@ class Lab:
             (self.run_dir / LAB_FILE).write_text(json.dumps(self.config))
             self._start_medium(program)
             self.ready = self._wait_ready(timeout if timeout is not None else 20.0 + 0.05 * len(self.nodes))
-            if self.backend["kind"] == "hwsim":
-                hwsim.wait_joined(self, self.backend["mode"], timeout if timeout is not None else 30.0 + 0.5 * len(self))
+            self.backend.wait_attached(self, timeout)
             with updating(self.run_dir) as current:
                 for namespace in namespaces:
                     inode = procs.netns_inode(NETNS_DIR / namespace)
@@ -306,10 +310,7 @@ class Lab:
             (directory / "hosts").write_text(content)
 
     def _start_medium(self, program: Path) -> None:
-        if self.backend["kind"] == "hwsim":
-            argv = hwsim.medium_argv(program, self.run_dir / LAB_FILE, self.backend)
-        else:
-            argv = [str(program), "tap", "--config", str(self.run_dir / LAB_FILE)]
+        argv = self.backend.medium_argv(program, self.run_dir / LAB_FILE)
         with open(self.run_dir / MEDIUM_OUT, "wb") as out, open(self.run_dir / MEDIUM_ERR, "wb") as err:
             # A session of its own: the lab outlives the command that started it.
             self._medium = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,

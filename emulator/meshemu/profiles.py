@@ -4,27 +4,20 @@ in `meshemu/profiles/`."""
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from .errors import ConfigError
-from .schema import Radio, StrictModel
+from .schema import PROFILE_DIR, Radio, StrictModel
 from .source import Document, load_yaml, pydantic_problems
-
-PROFILE_DIR = Path(__file__).parent / "profiles"
 
 # Fields a profile may leave out: computed from the others when absent.
 OPTIONAL_IN_PROFILE = {"interference_floor"}
 
 
-def available() -> list[str]:
-    return sorted(path.stem for path in PROFILE_DIR.glob("*.yaml"))
-
-
 @functools.lru_cache(maxsize=None)
 def load(name: str) -> tuple[Document, Radio]:
-    """The profile `name` (one of `available()`) and its document, to
+    """The profile `name` (one of `schema.profile_names()`) and its document, to
     locate problems in it. Raises ConfigError for a broken profile."""
     path = PROFILE_DIR / f"{name}.yaml"
     document = load_yaml(path)

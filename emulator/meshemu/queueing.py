@@ -24,86 +24,25 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import medium
+from .choices import BPD_QUEUE_NUM, QueueingChoice
 from .errors import LabError
-from .schema import QueueingOptions
+from .pluginapi import PluginLab
 from .state import IptablesRule, record_iptables_rule
-
-if TYPE_CHECKING:
-    from .lab import Lab
 
 CHOICE_FILE = "queueing.json"
 PROGRAM = "bpd"
 COUNTERS = "bpd.json"
 LOG = "bpd.log"
 ORACLE = "bpd-oracle"
-QUEUE_NUM = 0
-# bpd forgets a flow idle this long, with its per-flow counters: in a lab keep
-# them for the lab's life, so that a run's final counters name every flow.
-FLOW_IDLE = "3600s"
 READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to write its first counters
 STOP_TIMEOUT = 10.0  # seconds for every daemon to hand back its packets and write its last counters
 # Per-flow counters a run record keeps (routing/backpressure/README.md, "Counters").
 FLOW_COUNTERS = ("enqueued", "released", "dropped_limit", "dropped_full", "dropped_age", "held_packets",
                  "held_events", "held_ns")
-# Schema key -> bpd option; durations (ns) are passed as "<n>ns".
-_OPTIONS = {
-    "classify": "--classify",
-    "threshold": "--threshold",
-    "flow_limit": "--flow-limit",
-    "total_limit": "--total-limit",
-    "knowledge": "--knowledge",
-    "beacon_period": "--beacon-period",
-    "overhear_timeout": "--overhear-timeout",
-    "radio_depth": "--radio-depth",
-    "max_hold": "--max-hold",
-}
-_DURATIONS = {"beacon_period", "overhear_timeout", "max_hold"}
-
-
-@dataclass(frozen=True)
-class QueueingChoice:
-    """A topology's queueing: bpd's mode and the options given (schema
-    names, durations in ns); bpd's defaults fill the rest."""
-
-    mode: str = "fifo"
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def runs_daemon(self) -> bool:
-        return self.mode != "fifo"
-
-    @property
-    def knowledge(self) -> str | None:
-        return self.options.get("knowledge", "overhear") if self.mode == "backpressure" else None
-
-    @property
-    def overhears(self) -> bool:
-        """Whether bpd listens to its neighbours' transmissions (nodes must be promiscuous)."""
-        return self.knowledge == "overhear"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, **self.options}
-
-    def argv(self, program: str, counters: Path, oracle: Path) -> list[str]:
-        """bpd's arguments in one node."""
-        argv = [program, "--mode", self.mode, "--queue-num", str(QUEUE_NUM), "--flow-idle", FLOW_IDLE,
-                "--counters", str(counters)]
-        for key, value in self.options.items():
-            argv += [_OPTIONS[key], f"{value}ns" if key in _DURATIONS else str(value)]
-        if self.knowledge == "oracle":
-            argv += ["--oracle", str(oracle)]
-        return argv
-
-
-def choice_of(spec: QueueingOptions) -> QueueingChoice:
-    """The schema's `queueing` value as a choice."""
-    options = spec.model_dump(exclude_none=True)
-    return QueueingChoice(options.pop("mode"), options)
 
 
 def saved_choice(run_dir: Path) -> QueueingChoice:
@@ -118,16 +57,16 @@ def saved_choice(run_dir: Path) -> QueueingChoice:
 
 def rule() -> list[str]:
     """The iptables rule bpd adds in mangle POSTROUTING (routing/backpressure/README.md)."""
-    return ["-o", "wlan0", "-j", "NFQUEUE", "--queue-num", str(QUEUE_NUM), "--queue-bypass"]
+    return ["-o", "wlan0", "-j", "NFQUEUE", "--queue-num", str(BPD_QUEUE_NUM), "--queue-bypass"]
 
 
-def _node_dir(lab: "Lab", name: str) -> Path:
+def _node_dir(lab: PluginLab, name: str) -> Path:
     path = lab.run_dir / "nodes" / name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def start(lab: "Lab") -> None:
+def start(lab: PluginLab) -> None:
     """Starts bpd in every node of the lab (unless the choice is fifo) and
     waits until each has written its counters; records the choice for
     `Lab.attach`."""
@@ -156,7 +95,7 @@ def start(lab: "Lab") -> None:
             time.sleep(0.01)
 
 
-def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
+def counters(lab: PluginLab) -> dict[str, dict[str, Any]]:
     """bpd's counters of every node, as last written (at most a second old
     while the daemons run)."""
     result = {}
@@ -168,11 +107,11 @@ def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
     return result
 
 
-def stop(lab: "Lab") -> dict[str, dict[str, Any]]:
+def stop(lab: PluginLab) -> dict[str, dict[str, Any]]:
     """Stops the bpd processes this Lab object started (SIGTERM: each hands
     back the packets it holds, deletes its rule and writes its last
     counters) and returns those final counters per node."""
-    daemons = [p for p in lab._spawned if Path(p.argv[0]).name == PROGRAM and p.poll() is None]
+    daemons = [process for process in lab.processes(PROGRAM) if process.poll() is None]
     for process in daemons:
         process.terminate()  # our own unreaped child: its PID cannot have been reused
     deadline = time.monotonic() + STOP_TIMEOUT

@@ -11,9 +11,9 @@
     routing: dsr                         # ns-2's DSR and DSDV: `meshemu run --driver ns2` only
     routing: dsdv
 
-A choice maps to (a) the `routing` of LAB.json (`static`, or `none` when a
-daemon owns the routes) and whether the medium leaves IPv6 link-local on, and
-(b) the daemons `start(lab)` runs in every node once the medium is ready:
+A choice (choices.py, resolved with the topology) maps to (a) the `routing`
+of LAB.json (`static`, or `none` when a daemon owns the routes) and whether
+the medium leaves IPv6 link-local on, and (b) the daemons `start(lab)` runs in every node once the medium is ready:
 their argument lists, the files they get, how to tell they are ready and
 where their counters are. Daemons are started with `Node.spawn` (recorded in
 the lab state, stopped by PID at down); iptables rules a daemon adds are
@@ -34,17 +34,14 @@ import os
 import shutil
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import medium
+from .choices import RoutingChoice
 from .errors import LabError
-from .schema import AodvRouting, BabeldRouting, CopasRouting
+from .pluginapi import PluginLab, PluginNode, PluginProcess
 from .state import IptablesRule, record_iptables_rule
-
-if TYPE_CHECKING:
-    from .lab import Lab, Node
 
 CHOICE_FILE = "routing.json"
 AODV_PROGRAM = "aodvd"
@@ -60,80 +57,11 @@ _ONDEMAND = {"aodv": (AODV_PROGRAM, AODV_COUNTERS, AODV_EVENTS),
              "copas": (COPAS_PROGRAM, COPAS_COUNTERS, COPAS_EVENTS)}
 READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
 
-# Topology option -> aodvd [aodv] key and the factor from the schema's unit (ns for times).
 # Options that belong to aodvd's [daemon] table, not the protocol's [aodv]:
 # `quickack` (every route it installs gets quickack 1), which experiments
 # set when a TCP flow asks for delayed ACKs off, and `link_feedback_poll`
 # (how often it reads the radio page for failed frames).
 AODV_DAEMON_KEYS = ("quickack", "link_feedback_poll_ms")
-# Routing choices whose routes a daemon installs, and those of them that can
-# mark every route with quickack themselves.
-DAEMON_ROUTING = ("aodv", "babeld", "copas")
-QUICKACK_DAEMONS = ("aodv", "copas")
-# Routing choices that are ns-2 agents with no daemon of ours: only the ns-2
-# driver runs them.
-NS2_ONLY_ROUTING = ("dsr", "dsdv")
-
-_AODV_KEYS = {
-    "hello_interval": ("hello_interval_ms", 1e-6),
-    "active_route_timeout": ("active_route_timeout_ms", 1e-6),
-    "node_traversal_time": ("node_traversal_time_ms", 1e-6),
-    "broadcast_jitter": ("broadcast_jitter_ms", 1e-6),
-    "link_feedback_poll": ("link_feedback_poll_ms", 1e-6),
-}
-
-_COPAS_DURATIONS = {"t_backoff", "t_collect", "probe_interval", "probe_idle", "active_route_timeout",
-                    "discovery_timeout", "broadcast_jitter", "reroute_hold", "route_ack_timeout", "silent_hold"}
-
-
-@dataclass(frozen=True)
-class RoutingChoice:
-    """A topology's routing: the name and the daemon's settings (aodvd's
-    [aodv] keys, or babeld's interface options)."""
-
-    name: str  # static | none | aodv | babeld | copas | dsr | dsdv
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def lab_routing(self) -> str:
-        """LAB.json's `routing`: daemons own the routes, the medium installs none."""
-        return "static" if self.name == "static" else "none"
-
-    @property
-    def ipv6_link_local(self) -> bool:
-        return self.name == "babeld"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "options": self.options}
-
-
-def choice_of(spec: Any) -> RoutingChoice:
-    """The schema's `routing` value as a choice with daemon-ready settings."""
-    if isinstance(spec, str):
-        return RoutingChoice(spec)
-    if isinstance(spec, AodvRouting):
-        options = {}
-        for key, value in spec.aodv.model_dump(exclude_none=True).items():
-            name, factor = _AODV_KEYS.get(key, (key, None))
-            options[name] = round(value * factor) if factor is not None else value
-        return RoutingChoice("aodv", options)
-    if isinstance(spec, CopasRouting):
-        # Durations (ns in the schema) go to copasd's *_ms keys.
-        options = {}
-        for key, value in spec.copas.model_dump(exclude_none=True).items():
-            duration = key in _COPAS_DURATIONS
-            options[f"{key}_ms" if duration else key] = round(value * 1e-6) if duration else value
-        return RoutingChoice("copas", options)
-    if isinstance(spec, BabeldRouting):
-        options = {key: value / 1e9 for key, value in spec.babeld.model_dump(exclude_none=True).items()}
-        return RoutingChoice("babeld", options)
-    raise TypeError(f"not a routing spec: {spec!r}")
-
-
-def only_in_ns2(name: str) -> str:
-    """Why a lab cannot run an ns-2-only routing choice."""
-    return (f"routing: {name} is ns-2's {name.upper()} agent, which has no daemon in meshemu: only ns-2 runs it "
-            "(meshemu run FILE --driver ns2)")
 
 
 def saved_choice(run_dir: Path) -> RoutingChoice:
@@ -145,7 +73,7 @@ def saved_choice(run_dir: Path) -> RoutingChoice:
         return RoutingChoice("static")
 
 
-def node_dir(lab: "Lab", node: "Node") -> Path:
+def node_dir(lab: PluginLab, node: PluginNode) -> Path:
     path = lab.run_dir / "nodes" / node.name
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -154,7 +82,7 @@ def node_dir(lab: "Lab", node: "Node") -> Path:
 # --- aodvd, copasd --------------------------------------------------------------------
 
 
-def _ondemand_config(lab: "Lab", node: "Node", options: dict[str, Any], name: str) -> Path:
+def _ondemand_config(lab: PluginLab, node: PluginNode, options: dict[str, Any], name: str) -> Path:
     program, counters_file, events_file = _ONDEMAND[name]
     directory = node_dir(lab, node)
     seed = int(lab.config["medium"]["seed"]) * 1_000_003 + node.index
@@ -171,7 +99,7 @@ def _ondemand_config(lab: "Lab", node: "Node", options: dict[str, Any], name: st
     return path
 
 
-def _start_ondemand(lab: "Lab", options: dict[str, Any], name: str) -> None:
+def _start_ondemand(lab: PluginLab, options: dict[str, Any], name: str) -> None:
     name_of_program, counters_file, _ = _ONDEMAND[name]
     program = str(medium.find_program(name_of_program))
     logs = []
@@ -195,7 +123,7 @@ def _start_ondemand(lab: "Lab", options: dict[str, Any], name: str) -> None:
 # --- babeld ---------------------------------------------------------------------------
 
 
-def _start_babeld(lab: "Lab", options: dict[str, Any]) -> None:
+def _start_babeld(lab: PluginLab, options: dict[str, Any]) -> None:
     program = shutil.which(BABELD_PROGRAM)
     if program is None:
         raise LabError("routing: babeld needs the babeld program (Debian package babeld): apt-get install babeld")
@@ -215,7 +143,7 @@ def _start_babeld(lab: "Lab", options: dict[str, Any]) -> None:
         _wait_for(lab, node, process, pid_file, "babeld.log")
 
 
-def _wait_for(lab: "Lab", node: "Node", process: Any, ready_file: Path, log_name: str) -> None:
+def _wait_for(lab: PluginLab, node: PluginNode, process: PluginProcess, ready_file: Path, log_name: str) -> None:
     """Until `ready_file` exists; a daemon that exits first is an error with its log."""
     deadline = time.monotonic() + READY_TIMEOUT
     while not ready_file.exists():
@@ -233,7 +161,7 @@ _STARTERS = {"aodv": lambda lab, options: _start_ondemand(lab, options, "aodv"),
              "babeld": _start_babeld}
 
 
-def start(lab: "Lab") -> None:
+def start(lab: PluginLab) -> None:
     """Starts the routing daemons of `lab.routing` in every node (after the
     medium is ready) and records the choice for `Lab.attach`."""
     choice: RoutingChoice = lab.routing
@@ -246,11 +174,11 @@ def start(lab: "Lab") -> None:
 # --- counters -------------------------------------------------------------------------
 
 
-def _counters_file(lab: "Lab") -> str:
+def _counters_file(lab: PluginLab) -> str:
     return _ONDEMAND.get(lab.routing.name, _ONDEMAND["aodv"])[1]
 
 
-def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
+def counters(lab: PluginLab) -> dict[str, dict[str, Any]]:
     """aodvd's (or copasd's) counters of every node (routing/aodv/README.md,
     "Counters"), as last written (at most a second old; see `refresh_counters`)."""
     result = {}
@@ -263,7 +191,7 @@ def counters(lab: "Lab") -> dict[str, dict[str, Any]]:
     return result
 
 
-def control_overhead(lab: "Lab") -> tuple[int, int] | None:
+def control_overhead(lab: PluginLab) -> tuple[int, int] | None:
     """Routing control traffic every daemon of the lab sent: (IP bytes,
     packets). (0, 0) for static and no routing; None when the daemon does
     not count it (babeld)."""
@@ -277,7 +205,7 @@ def control_overhead(lab: "Lab") -> tuple[int, int] | None:
     return (sum(b for b, _ in totals), sum(p for _, p in totals))
 
 
-def save_outputs(lab: "Lab", directory: Path) -> list[Path]:
+def save_outputs(lab: PluginLab, directory: Path) -> list[Path]:
     """Copies what the routing daemons wrote about the run (aodvd, copasd:
     events and counters of every node) to `directory` as
     `<node>.aodv-events.jsonl` and `<node>.aodv.json` (copas-events, copas),
@@ -294,16 +222,16 @@ def save_outputs(lab: "Lab", directory: Path) -> list[Path]:
     return saved
 
 
-def refresh_counters(lab: "Lab", timeout: float = 2.0) -> None:
+def refresh_counters(lab: PluginLab, timeout: float = 2.0) -> None:
     """Asks the aodvd (copasd) processes this Lab object started for fresh
     counters (SIGUSR1) and waits until their files were rewritten."""
     before = {}
     for node in lab:
         path = lab.run_dir / "nodes" / node.name / _counters_file(lab)
         before[path] = path.stat().st_mtime_ns if path.exists() else 0
-    for process in lab._spawned:
+    for process in lab.processes(AODV_PROGRAM) + lab.processes(COPAS_PROGRAM):
         # Our own unreaped children: their PIDs cannot have been reused.
-        if Path(process.argv[0]).name in (AODV_PROGRAM, COPAS_PROGRAM) and process.poll() is None:
+        if process.poll() is None:
             os.kill(process.pid, signal.SIGUSR1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

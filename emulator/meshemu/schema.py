@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -463,11 +464,17 @@ class LinkSpec(StrictModel):
 Seed = Annotated[int, Field(ge=0, le=2**64 - 1)]
 
 
-def _profile_name(value: Any) -> str:
-    from . import profiles  # profiles are validated with this module's Radio
+# Radio profiles: one YAML file each (profiles.py loads them).
+PROFILE_DIR = Path(__file__).parent / "profiles"
 
-    if not isinstance(value, str) or value not in profiles.available():
-        raise ValueError(f"unknown profile {value!r}; available: {', '.join(profiles.available())}")
+
+def profile_names() -> list[str]:
+    return sorted(path.stem for path in PROFILE_DIR.glob("*.yaml"))
+
+
+def _profile_name(value: Any) -> str:
+    if not isinstance(value, str) or value not in profile_names():
+        raise ValueError(f"unknown profile {value!r}; available: {', '.join(profile_names())}")
     return value
 
 
@@ -568,7 +575,7 @@ def _routing_kind(value: Any) -> str | None:
 
 RoutingSpec = Annotated[
     Union[
-        # dsr and dsdv: ns-2's agents, for the ns-2 driver only (routing.NS2_ONLY_ROUTING).
+        # dsr and dsdv: ns-2's agents, for the ns-2 driver only (choices.NS2_ONLY_ROUTING).
         Annotated[Literal["static", "none", "aodv", "babeld", "copas", "dsr", "dsdv"], Tag("name")],
         Annotated[AodvRouting, Tag("aodv")],
         Annotated[BabeldRouting, Tag("babeld")],

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from . import medium
 from .errors import ConfigError, MediumError, Problem
-from .routing import NS2_ONLY_ROUTING
+from .choices import NS2_ONLY_ROUTING
 from .schema import Duration, PositiveRate, PositiveSize, RunFileSpec, StrictModel
 from .source import DataPath, Document, load_yaml, pydantic_problems
 from .sweep import expand, inline_topology_file, seeds_of, sweep_paths

@@ -21,8 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import generators, limits, medium, profiles
-from .queueing import QueueingChoice, choice_of as queueing_choice_of
-from .routing import RoutingChoice, choice_of
+from .choices import QueueingChoice, RoutingChoice, queueing_choice_of, routing_choice_of
 from .errors import ConfigError, Problem
 from .ns2trace import TraceNode, load_trace
 from .schema import (
@@ -61,7 +60,7 @@ class Topology:
     routing_choice: RoutingChoice = RoutingChoice("static")
     # {"kind": "tap"} or {"kind": "hwsim", "mode", "ssid", "frequency_mhz", "vm"} (see hwsim.py)
     backend: dict[str, Any] = field(default_factory=lambda: {"kind": "tap"})
-    queueing: QueueingChoice = QueueingChoice()  # bpd in every node unless fifo (queueing.py)
+    queueing: QueueingChoice = QueueingChoice()  # bpd in every node unless fifo (choices.py, queueing.py)
     # LAB.json's realtime: {"sched_fifo": off | auto | on, "spin_ns"} (emulator/README.md section 4)
     realtime: dict[str, Any] = field(default_factory=lambda: {"sched_fifo": "auto", "spin_ns": 0})
 
@@ -218,7 +217,7 @@ class _Resolver:
             TopologyNode(index, node.name, addresses[index], tuple(config["nodes"][index]["position"]))
             for index, node in enumerate(planned)
         )
-        choice = choice_of(self.spec.routing)
+        choice = routing_choice_of(self.spec.routing)
         fifo = self.spec.realtime.sched_fifo
         realtime = {"sched_fifo": {True: "on", False: "off"}.get(fifo, fifo), "spin_ns": self.spec.realtime.spin}
         return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice,

@@ -32,7 +32,8 @@ from rich.markup import escape
 
 from ..errors import MeshemuError
 from .execute import Interrupted, Outcome, Tools
-from .plan import Plan, Run
+from .plan import Plan
+from .runs import Run
 from .clusterhost import LAB_SUFFIX, SLOT, WORKER_DEATHS, ClusterError, Needs, RemoteResult, RemoteRun, run_remote, \
     security, tls_address, unpack, worker_facts
 from .results import ResultsDir

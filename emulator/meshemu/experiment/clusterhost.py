@@ -38,7 +38,7 @@ from ..errors import MeshemuError
 from ..state import run_dir_of
 from ..teardown import teardown
 from .execute import Interrupted, Outcome, Tools
-from .plan import LAB, Run
+from .runs import LAB, Run
 from .results import software_version
 
 # The Dask resource of a lab slot: every run takes one.

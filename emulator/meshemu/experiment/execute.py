@@ -29,7 +29,7 @@ from ..lab import Lab, Node, Process
 from .. import queueing
 from ..sim import scenario as sim_scenario
 from . import cpu, metrics, pcap
-from .plan import NS2, SIM, Flow, Run
+from .runs import NS2, SIM, Flow, Run
 
 NS = 1_000_000_000
 # Receivers and probes get this long to start before time 0.

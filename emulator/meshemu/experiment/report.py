@@ -34,7 +34,7 @@ from rich.table import Table  # noqa: E402
 from ..errors import MeshemuError  # noqa: E402
 from . import cpu  # noqa: E402
 from . import metrics as run_metrics  # noqa: E402
-from .plan import short_name  # noqa: E402
+from .runs import short_name  # noqa: E402
 from .results import DEFAULT_DRIVER, ResultsDir, flatten_record  # noqa: E402
 from .stats import CONFIDENCE, mean_ci, paired_t_test  # noqa: E402
 

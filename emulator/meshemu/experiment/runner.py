@@ -33,7 +33,8 @@ from ..errors import MeshemuError
 from ..ns2.driver import Ns2Execution, ns_version
 from ..sim.driver import SimExecution, medium_version
 from .execute import NS2_PROGRAM, SIM_PROGRAM, Execution, Interrupted, Tools
-from .plan import NS2, SIM, Plan, Run, short_name
+from .plan import Plan
+from .runs import NS2, SIM, Run, short_name
 from .results import ResultsDir, software_version
 
 NS = 1_000_000_000

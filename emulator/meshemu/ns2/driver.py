@@ -24,7 +24,7 @@ from typing import Any
 from .. import medium
 from ..experiment import metrics
 from ..experiment.execute import Interrupted, Outcome, RunFailed, run_program
-from ..experiment.plan import Run
+from ..experiment.runs import Run
 from . import scenario as ns2_scenario
 from .trace import Samples, TraceError, TraceReader, read_samples, tail_time
 

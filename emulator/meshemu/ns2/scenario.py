@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..experiment.plan import Flow, Run
+    from ..experiment.runs import Flow, Run
 
 SCENARIO_FILE = "scenario.tcl"
 TRACE_FILE = "trace.tr"

@@ -37,17 +37,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
-from ..routing import DAEMON_ROUTING
+from ..choices import DAEMON_ROUTING
 from ..source import DataPath, Document
 from .scenario import SACK_AGENT, SACK_CCS, TCP_AGENTS
 
 if TYPE_CHECKING:
-    from ..experiment.plan import Flow
+    from ..experiment.runs import Flow
     from ..experiment.spec import ExperimentSpec
     from ..topology import Topology
 
 # Debian's ns-2.35 AODV, as aodvd's `preset: ns2` describes it (routing/aodv,
-# Config::ns2; routing/aodv/NS2.md), in the units of routing.choice_of's
+# Config::ns2; routing/aodv/NS2.md), in the units of choices.routing_choice_of's
 # options: what `routing: {aodv: {...}}` may ask of it. Its settings are
 # compile-time constants of aodv.h and aodv.cc.
 NS2_AODV = {

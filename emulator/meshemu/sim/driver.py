@@ -30,7 +30,7 @@ from typing import Any
 
 from ..experiment import metrics
 from ..experiment.execute import Outcome, RunFailed, run_program
-from ..experiment.plan import Run
+from ..experiment.runs import Run
 from . import scenario as sim_scenario
 
 SCENARIO_FILE = "scenario.json"

@@ -29,7 +29,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..experiment.plan import Flow, Run
+    from ..experiment.runs import Flow, Run
 
 # UDP and IPv4 headers around a UDP payload: the IP packet the medium carries.
 UDP_IP_HEADERS = 8 + 20

@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import Problem
-from ..routing import NS2_ONLY_ROUTING
+from ..choices import NS2_ONLY_ROUTING
 from ..source import DataPath, Document
 
 if TYPE_CHECKING:
-    from ..experiment.plan import Flow
+    from ..experiment.runs import Flow
     from ..experiment.spec import ExperimentSpec
     from ..topology import Topology
 
