@@ -98,7 +98,7 @@ def test_bpd_runs_in_every_node_and_stops_at_down(write):
                               + "queueing: {mode: backpressure, threshold: 2}\n"))
     lab.up()
     try:
-        daemons = [p for p in lab._spawned if Path(p.argv[0]).name == "bpd"]
+        daemons = lab.processes("bpd")
         assert sorted(p.node for p in daemons) == ["n0", "n1", "n2"]
         assert all(bpd_rules(lab, node.name) for node in lab)
         assert Lab.attach("tbpstudy").queueing == lab.queueing
@@ -118,7 +118,7 @@ def test_bpd_runs_in_every_node_and_stops_at_down(write):
         assert queueing.source_counters(lab.queueing, counters, "n0", lab["n0"].ip, lab["n2"].ip)["released"] >= 4
         # Started again, then left to down: it stops them by PID.
         queueing.start(lab)
-        restarted = [p for p in lab._spawned if Path(p.argv[0]).name == "bpd" and p.poll() is None]
+        restarted = [p for p in lab.processes("bpd") if p.poll() is None]
         assert len(restarted) == 3
     finally:
         lab.down()

@@ -44,10 +44,10 @@ def register(command: AddCommand) -> None:
 
     sub = command("demo", _demo, "the demo: chain7 with TCP and UDP flows to 1, 2, 4 and 7 hops, "
                                   "and a table per hop count")
-    _run_options(sub, demo=True)
+    _run_options(sub)
 
 
-def _run_options(sub: argparse.ArgumentParser, demo: bool = False) -> None:
+def _run_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--driver", choices=DRIVERS, default=LAB,
                      help="lab (default): real-time labs of Linux namespaces; ns2: each run translated into an "
                           "ns-2.35 scenario and simulated; sim: each run by our model in virtual time "
