@@ -697,10 +697,9 @@ impl Aodv {
         // else, if asked to, as our own route, which is at least as good.
         let agrees = self.route(rrep.dst).is_some_and(|(next_hop, h)| next_hop == from && h == hops);
         let own = self.routes.get(&rrep.dst).filter(|r| r.state == RouteState::Valid);
-        let (relayed, towards_dst) = match own {
-            _ if replaced || agrees => (Rrep { hop_count: hops, ..rrep }, from),
+        let (relayed, towards_dst, as_own_route) = match own {
+            _ if replaced || agrees => (Rrep { hop_count: hops, ..rrep }, from, false),
             Some(own) if self.config.relay_every_reply => {
-                *self.counters.protocol.entry("replies_relayed_as_own_route").or_default() += 1;
                 let lifetime_ms = millis(own.expires.saturating_sub(now));
                 let described = Rrep {
                     hop_count: own.hops,
@@ -708,7 +707,7 @@ impl Aodv {
                     lifetime_ms,
                     ..rrep
                 };
-                (described, own.next_hop)
+                (described, own.next_hop, true)
             }
             _ => {
                 self.counters.ignored += 1;
@@ -725,6 +724,9 @@ impl Aodv {
         self.refresh(now, rrep.orig);
         let relayed = Rrep { ack_required: self.config.rrep_ack, ..relayed };
         self.send_rrep(now, to_orig, relayed, out);
+        if as_own_route {
+            *self.counters.protocol.entry("replies_relayed_as_own_route").or_default() += 1;
+        }
     }
 
     /// 6.9: a HELLO keeps the one-hop route to its sender and starts
