@@ -27,7 +27,7 @@ from .choices import NS2_ONLY_ROUTING, only_in_ns2
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
-    RUN_ROOT, LabState, ProcessRecord, lab_names, read_state, record_process, run_dir_of, updating, write_state,
+    RUN_ROOT, LabState, ProcessRecord, chosen_lab, read_state, record_process, run_dir_of, updating, write_state,
 )
 from .teardown import NETNS_DIR, teardown
 from .topology import Topology, load_topology
@@ -181,13 +181,7 @@ class Lab:
     def attach(cls, name: str | None = None) -> "Lab":
         """A lab that is already up (started by this or another process).
         Without a name: the only lab that is up."""
-        if name is None:
-            names = lab_names()
-            if not names:
-                raise LabError("no lab is up")
-            if len(names) > 1:
-                raise LabError(f"several labs are up ({', '.join(names)}): choose one with --lab")
-            name = names[0]
+        name = chosen_lab(name)
         run_dir = run_dir_of(name)
         try:
             config = json.loads((run_dir / LAB_FILE).read_text())

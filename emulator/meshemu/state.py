@@ -102,6 +102,21 @@ def lab_names() -> list[str]:
     return sorted(entry.name for entry in RUN_ROOT.iterdir() if (entry / STATE_FILE).is_file())
 
 
+def chosen_lab(name: str | None) -> str:
+    """The lab named, or without a name the only lab up; refused with the
+    labs there are when neither fits."""
+    names = lab_names()
+    if name is None:
+        if not names:
+            raise LabError("no lab is up")
+        if len(names) > 1:
+            raise LabError(f"several labs are up ({', '.join(names)}): name one")
+        return names[0]
+    if name not in names:
+        raise LabError(f"lab {name!r} is not up (labs up: {', '.join(names) or 'none'})")
+    return name
+
+
 def read_state(run_dir: Path) -> LabState:
     path = run_dir / STATE_FILE
     try:

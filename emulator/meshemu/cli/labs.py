@@ -16,7 +16,7 @@ from rich.table import Table
 from .. import medium, procs, units
 from ..errors import LabError, MeshemuError
 from ..lab import Lab
-from ..state import lab_names, read_state, run_dir_of
+from ..state import chosen_lab, lab_names, read_state, run_dir_of
 from ..teardown import remove_dangling_by_netns_links, teardown
 from .common import AddCommand, err, out
 
@@ -95,22 +95,9 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_dir(name: str | None) -> tuple[str, Path]:
-    """The run directory of the named lab, or of the only one."""
-    if name is None:
-        names = lab_names()
-        if not names:
-            raise LabError("no lab is up")
-        if len(names) > 1:
-            raise LabError(f"several labs are up ({', '.join(names)}): name one")
-        name = names[0]
-    if name not in lab_names():
-        raise LabError(f"no lab named {name!r} (labs: {', '.join(lab_names()) or 'none'})")
-    return name, run_dir_of(name)
-
-
 def _down(args: argparse.Namespace) -> int:
-    name, run_dir = _lab_dir(args.lab)
+    name = chosen_lab(args.lab)
+    run_dir = run_dir_of(name)
     report = teardown(run_dir)
     out.print(f"lab {name} is down ({len(report)} things removed)")
     return 0
