@@ -126,3 +126,13 @@ def test_records_flatten_with_flows_by_name():
     assert row["flows.tcp.goodput_bps"] == 1.0 and row["flows.tcp.rtt_ms.mean"] == 3.0
     assert row["medium.retry_drops"] == 4 and row["medium.rts_attempts_hist"] == "[1, 2]"
     assert row["routing.control_bytes"] == 0 and row["lateness.p99_ns"] == 5
+
+
+def test_the_flows_of_a_group_add_up_where_every_one_has_the_figure():
+    flows = [{"name": "sat-n1", "group": "sat", "goodput_bps": 1.0, "loss": 0.5, "packets_sent": 4},
+             {"name": "sat-n2", "group": "sat", "goodput_bps": 2.0, "loss": 0.1},
+             {"name": "alone", "goodput_bps": 8.0}]
+    row = flatten_record({"run_id": "abc", "metrics": {"flows": flows}})
+    assert row["groups.sat.flows"] == 2 and row["groups.sat.goodput_bps"] == 3.0
+    assert "groups.sat.loss" not in row and "groups.sat.packets_sent" not in row  # not additive / not in every flow
+    assert "groups.alone.flows" not in row and row["flows.sat-n1.goodput_bps"] == 1.0

@@ -107,6 +107,38 @@ traffic:
         assert run.flows[2].src == "n3" and run.flows[2].dst != "n3"
 
 
+def test_src_all_makes_a_flow_from_every_other_node_on_ports_no_other_entry_uses(write):
+    run = _plan(write("exp.yaml", CHAIN.replace("n: 8", "n: 4") + """\
+traffic:
+  - {kind: udp, name: sat, src: all, dst: n1, rate: 1Mbps, packet: 100B}
+  - {kind: tcp, src: n3, dst: n1}
+""")).runs[0]
+    *group, tcp = run.flows
+    assert [(f.name, f.src, f.dst, f.hops, f.group) for f in group] == [
+        ("sat-n0", "n0", "n1", 1, "sat"), ("sat-n2", "n2", "n1", 1, "sat"), ("sat-n3", "n3", "n1", 2, "sat")]
+    assert [f.port for f in group] == [5201, 5203, 5205] and tcp.port == 5202 and tcp.group is None
+    assert all(f.options == {"rate_bps": 1_000_000, "packet": 100, "tool": "meshemu-udp"} for f in group)
+    assert "group" in group[0].as_json() and "group" not in tcp.as_json()
+
+
+def test_src_all_needs_one_destination_and_its_flow_names_stay_unique(write):
+    found = "\n".join(problems(write, CHAIN + """\
+traffic:
+  - {kind: udp, src: all, dst: random, rate: 1Mbps, packet: 100B}
+  - {kind: udp, src: n0, dst: all, rate: 1Mbps, packet: 100B}
+"""))
+    assert "traffic[0]: src: all needs one dst (a node name, first or last)" in found
+    assert "traffic[1]: dst cannot be all" in found
+    found = "\n".join(problems(write, CHAIN + """\
+traffic:
+  - {kind: udp, name: x-n2, src: n2, dst: n1, rate: 1Mbps, packet: 100B}
+  - {kind: udp, name: x, src: all, dst: n0, rate: 1Mbps, packet: 100B}
+  - {kind: udp, src: all, dst: n9, rate: 1Mbps, packet: 100B}
+"""))
+    assert "traffic[1].name: flow name 'x-n2' (src: all) is used by traffic[0] too" in found
+    assert "traffic[2].dst: unknown node 'n9'" in found
+
+
 def test_schema_errors_name_file_line_and_path(write):
     text = "\n".join(problems(write, CHAIN + """\
 traffic:

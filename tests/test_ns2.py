@@ -727,3 +727,29 @@ def test_a_3_hop_chain_in_ns2_and_in_a_lab_falls_inside_measured_bounds(write, t
     assert report.returncode == 0, report.stderr
     rows = (out / "report" / "summary.csv").read_text().splitlines()
     assert [row.split(",")[0] for row in rows[1:]] == ["lab", "ns2"]
+
+
+@needs_ns
+def test_a_cell_of_stations_runs_as_one_flow_each_and_reports_as_one_group(write, tmp_path):
+    experiment = write("cell.yaml", """\
+topology:
+  generate: {kind: star, n: 3, radius: 10m}
+duration: 6s
+warmup: 1s
+traffic:
+  - {kind: udp, name: cell, src: all, dst: n0, rate: 200kbps, packet: 500B}
+""")
+    out = tmp_path / "results"
+    for driver in ("ns2", "sim"):
+        result = meshemu("run", str(experiment), "--driver", driver, "--out", str(out), "--resume")
+        assert result.returncode == 0, result.stderr
+    for record in read_records(out / "runs.jsonl"):
+        flows = record["metrics"]["flows"]
+        assert [(flow["name"], flow["src"], flow["group"]) for flow in flows] == [
+            ("cell-n1", "n1", "cell"), ("cell-n2", "n2", "cell"), ("cell-n3", "n3", "cell")]
+        # Three stations at 200 kbit/s fit in one cell: each delivers its offered load.
+        assert all(flow["loss"] == 0 for flow in flows), (record["driver"], flows)
+    result = meshemu("report", str(out), "--compare", "driver", "--metric", "groups.cell.goodput_bps")
+    assert result.returncode == 0, result.stderr
+    summary = (out / "report" / "summary.csv").read_text()
+    assert "groups.cell.goodput_bps" in summary and "flows.cell-n1" not in summary

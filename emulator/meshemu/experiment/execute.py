@@ -517,8 +517,7 @@ class Execution:
                        time.time() - started_at, {"runner_cpu_s": self.cpu.seconds})
 
     def _flow_metrics(self, flow: Flow) -> dict[str, Any]:
-        base: dict[str, Any] = {"name": flow.name, "kind": flow.kind, "src": flow.src, "dst": flow.dst,
-                                "hops": flow.hops}
+        base = flow.record()
         start, end = self._window_ns(flow)
         base["window_s"] = (end - start) / NS
         if flow.dst is not None:

@@ -358,17 +358,28 @@ class _Traffic:
                                   {"argv": list(entry.argv), "stop_given": entry.stop is not None}))
                 continue
             options = self._options(entry, path, stop - entry.start)
+            port = entry.port if entry.port is not None else FIRST_PORT + index
+            if entry.src == "all":
+                dst = self._node(entry.dst, path + ("dst",))
+                if dst is None:
+                    continue
+                senders = [node for node in range(len(self.names)) if node != dst]
+                # The k-th sender's port skips the other entries' ports.
+                for k, src in enumerate(senders):
+                    member = f"{name}-{self.names[src]}"
+                    if member in used_names:
+                        self.problem(path + ("name",), f"flow name {member!r} (src: all) is used by "
+                                                       f"traffic[{used_names[member]}] too")
+                    used_names[member] = index
+                    self.entry_of[member] = index
+                    flows.append(self._flow(entry, path, member, src, dst, stop, port + k * len(self.spec.traffic),
+                                            options, group=name))
+                continue
             endpoints = self._endpoints(entry, path, index)
             if endpoints is None:
                 continue
             src, dst = endpoints
-            hop_count = self.hops[src][dst]
-            if hop_count is None and self.static:
-                self.problem(path, f"{self.names[dst]} cannot be reached from {self.names[src]} at time 0 "
-                                   "(static routes over links that work both ways)")
-            port = entry.port if entry.port is not None else FIRST_PORT + index
-            flows.append(Flow(name, entry.kind, self.names[src], self.names[dst], hop_count, entry.start, stop, port,
-                              options))
+            flows.append(self._flow(entry, path, name, src, dst, stop, port, options))
         self._check_ports(flows)
         sysctl, quickack = self._node_settings(flows)
         if self.problems:
@@ -377,6 +388,15 @@ class _Traffic:
             raise _Unavailable(self.unavailable)
         return tuple(flows), sysctl, quickack
 
+    def _flow(self, entry: TcpTraffic | UdpTraffic | TfrcTraffic, path: DataPath, name: str, src: int, dst: int,
+              stop: int, port: int, options: dict[str, Any], group: str | None = None) -> Flow:
+        hop_count = self.hops[src][dst]
+        if hop_count is None and self.static:
+            self.problem(path, f"{self.names[dst]} cannot be reached from {self.names[src]} at time 0 "
+                               "(static routes over links that work both ways)")
+        return Flow(name, entry.kind, self.names[src], self.names[dst], hop_count, entry.start, stop, port, options,
+                    group)
+
     def _node(self, value: str, path: DataPath) -> int | None:
         if value == "first":
             return 0
@@ -384,7 +404,7 @@ class _Traffic:
             return len(self.names) - 1
         if value in self.names:
             return self.names.index(value)
-        self.problem(path, f"unknown node {value!r} (a node name, first, last or random)")
+        self.problem(path, f"unknown node {value!r} (a node name, first, last or random; src may be all)")
         return None
 
     def _endpoints(self, entry: TcpTraffic | UdpTraffic | TfrcTraffic, path: DataPath,

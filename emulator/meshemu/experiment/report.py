@@ -42,6 +42,8 @@ MARKERS = ["o", "s", "^", "D", "v", "x", "+", "*"]
 HOPS = "hops"
 # The parameter that tells the drivers apart (it is no path of the file).
 DRIVER = "driver"
+# Where a flat row's metrics are: per flow, per group of flows (src: all), the medium's totals, routing.
+METRIC_PREFIXES = ("flows.", "groups.", "medium.", "routing.")
 # The host a run ran on (meshemu run --cluster): a parameter when asked for, e.g. --group host.
 HOST = "host"
 
@@ -57,6 +59,9 @@ class Dataset:
             paths += [path for path in record.get("params", {}) if path not in paths]
         self.param_paths = paths
         self.params: dict[str, str | None] = {short_name(path, paths): path for path in paths}
+        # Flows of a `src: all` entry: reported by default through their group's total.
+        self.grouped = {flow["name"] for record in records for flow in record.get("metrics", {}).get("flows", [])
+                        if flow.get("group")}
         if len({record.get("driver", DEFAULT_DRIVER) for record in records}) > 1 and DRIVER not in self.params:
             self.params[DRIVER] = None
 
@@ -65,12 +70,12 @@ class Dataset:
         return row.get(name) if path is None else row.get(f"params.{path}")
 
     def metric_columns(self, wanted: list[str] | None) -> list[str]:
-        numeric = [key for key in self.rows[0] if key.startswith(("flows.", "medium.", "routing."))]
+        numeric = [key for key in self.rows[0] if key.startswith(METRIC_PREFIXES)]
         for row in self.rows[1:]:
-            numeric += [key for key in row if key.startswith(("flows.", "medium.", "routing.")) and key not in numeric]
+            numeric += [key for key in row if key.startswith(METRIC_PREFIXES) and key not in numeric]
         numeric = [key for key in numeric if any(_number(row.get(key)) is not None for row in self.rows)]
         if not wanted:
-            return [key for key in numeric if key.endswith(".goodput_bps")]
+            return [key for key in numeric if key.endswith(".goodput_bps") and key.split(".")[1] not in self.grouped]
         chosen = []
         for name in wanted:
             found = [key for key in numeric if key == name or key.endswith("." + name)]

@@ -142,10 +142,33 @@ def flatten_record(record: dict[str, Any]) -> dict[str, Any]:
     row.update(flatten(record.get("runner_cpu_s") or {}, "runner_cpu_s"))
     metrics = record.get("metrics", {})
     for flow in metrics.get("flows", []):
-        row.update(flatten({key: value for key, value in flow.items() if key != "name"}, f"flows.{flow['name']}"))
+        row.update(flatten({key: value for key, value in flow.items() if key not in ("name", "group")},
+                           f"flows.{flow['name']}"))
+    row.update(flatten(group_totals(metrics.get("flows", [])), "groups"))
     row.update(flatten((metrics.get("medium") or {}).get("total", {}), "medium"))
     row.update(flatten(metrics.get("routing") or {}, "routing"))
     return row
+
+
+# Flow figures that add up over a group's flows (bytes and packets per second or in all).
+ADDITIVE = ("goodput_bps", "throughput_bps", "offered_bps", "packets_sent", "packets_received")
+
+
+def group_totals(flows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per group (the flows a `src: all` entry made): how many flows, and the
+    sum of each additive figure all of them have."""
+    members: dict[str, list[dict[str, Any]]] = {}
+    for flow in flows:
+        if flow.get("group"):
+            members.setdefault(flow["group"], []).append(flow)
+    totals: dict[str, dict[str, Any]] = {}
+    for group, rows in members.items():
+        totals[group] = {"flows": len(rows)}
+        for key in ADDITIVE:
+            values = [row.get(key) for row in rows]
+            if all(isinstance(value, (int, float)) for value in values):
+                totals[group][key] = sum(values)  # type: ignore[arg-type]
+    return totals
 
 
 def numeric_columns(rows: Iterable[dict[str, Any]]) -> list[str]:

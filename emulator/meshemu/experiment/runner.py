@@ -35,7 +35,7 @@ from ..sim.driver import SimExecution, medium_version
 from .execute import NS2_PROGRAM, SIM_PROGRAM, Execution, Interrupted, Tools
 from .plan import Plan
 from .runs import NS2, SIM, Run, short_name
-from .results import ResultsDir, software_version
+from .results import ResultsDir, group_totals, software_version
 
 NS = 1_000_000_000
 
@@ -288,8 +288,11 @@ def headline(metrics: dict[str, Any]) -> str:
     """A one-line summary of a run's metrics for the progress log."""
     parts = []
     for flow in metrics.get("flows", []):
-        if flow.get("goodput_bps") is not None:
+        if flow.get("goodput_bps") is not None and not flow.get("group"):
             parts.append(f"{flow['name']} {flow['goodput_bps'] / 1e6:.3f} Mbit/s")
+    for group, total in group_totals(metrics.get("flows", [])).items():
+        if total.get("goodput_bps") is not None:
+            parts.append(f"{group} ({total['flows']} flows) {total['goodput_bps'] / 1e6:.3f} Mbit/s")
     total = (metrics.get("medium") or {}).get("total", {})
     if total:
         parts.append(f"MAC drops {100 * total.get('mac_drop_fraction', 0):.1f}%")

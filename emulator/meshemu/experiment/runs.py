@@ -35,10 +35,18 @@ class Flow:
     stop_ns: int
     port: int | None
     options: dict[str, Any] = field(default_factory=dict)  # kind-specific, resolved units
+    group: str | None = None  # the traffic entry's name when it made one flow per sender (src: all)
 
     def as_json(self) -> dict[str, Any]:
+        # The group only when there is one, so runs without keep their ids.
         return {"name": self.name, "kind": self.kind, "src": self.src, "dst": self.dst, "hops": self.hops,
-                "start_ns": self.start_ns, "stop_ns": self.stop_ns, "port": self.port, "options": self.options}
+                "start_ns": self.start_ns, "stop_ns": self.stop_ns, "port": self.port, "options": self.options,
+                **({"group": self.group} if self.group else {})}
+
+    def record(self) -> dict[str, Any]:
+        """What every driver's record of the flow starts with."""
+        return {"name": self.name, "kind": self.kind, "src": self.src, "dst": self.dst, "hops": self.hops,
+                **({"group": self.group} if self.group else {})}
 
 
 @dataclass(frozen=True)

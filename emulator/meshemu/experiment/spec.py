@@ -52,7 +52,8 @@ Port = Annotated[int, Field(ge=1024, le=65535)]
 
 class Endpoints(StrictModel):
     """Who talks to whom: `src`/`dst` node names (or `first`, `last`,
-    `random`), or a `pair` chosen from the run's seed."""
+    `random`; `src: all` makes one flow from every other node to dst), or a
+    `pair` chosen from the run's seed."""
 
     name: FlowName | None = None
     src: str | None = None
@@ -68,6 +69,10 @@ class Endpoints(StrictModel):
             raise ValueError("give src and dst, or pair, not both")
         if self.pair is None and (self.src is None or self.dst is None):
             raise ValueError("give src and dst (node names or random), or pair: random | farthest")
+        if self.src == "all" and self.dst in ("all", "random"):
+            raise ValueError("src: all needs one dst (a node name, first or last)")
+        if self.dst == "all":
+            raise ValueError("dst cannot be all (src: all makes one flow from every other node to dst)")
         if self.stop is not None and self.stop <= self.start:
             raise ValueError("stop must be after start")
         return self

@@ -126,8 +126,7 @@ class Ns2Execution:
         flows = []
         for flow in run.flows:
             setup = setups[flow.name]
-            base = {"name": flow.name, "kind": flow.kind, "src": flow.src, "dst": flow.dst, "hops": flow.hops,
-                    "window_s": (setup.window_ns[1] - setup.window_ns[0]) / 1e9}
+            base = {**flow.record(), "window_s": (setup.window_ns[1] - setup.window_ns[0]) / 1e9}
             if flow.kind == "udp":
                 found = reader.udp_metrics(flow.name, samples.sink.get(flow.name, []), flow.options["rate_bps"])
             else:

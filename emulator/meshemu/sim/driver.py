@@ -85,8 +85,7 @@ class SimExecution:
         figures = {flow["name"]: flow for flow in output["flows"]}
         flows = []
         for flow in run.flows:  # support.py let UDP flows only through
-            flows.append({"name": flow.name, "kind": flow.kind, "src": flow.src, "dst": flow.dst, "hops": flow.hops,
-                          "window_s": sim_scenario.window_s(run, flow),
+            flows.append({**flow.record(), "window_s": sim_scenario.window_s(run, flow),
                           **sim_scenario.udp_metrics(run, flow, figures[flow.name])})
         seconds = (run.duration_ns - run.warmup_ns) / NS
         warm, end = (_counters(snapshot["nodes"]) for snapshot in output["snapshots"])
