@@ -716,10 +716,12 @@ def test_a_3_hop_chain_in_ns2_and_in_a_lab_falls_inside_measured_bounds(write, t
     assert ns2.returncode == 0, ns2.stderr
     lab = meshemu("run", str(experiment), "--out", str(out), "--resume")
     assert lab.returncode == 0, lab.stderr
+    records = read_records(out / "runs.jsonl")
+    [lab_run] = [record["run_id"] for record in records if record.get("driver", LAB) == LAB]
+    # The runner names its lab x + the run id's first ten digits + its own tag.
     assert not [name for name in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-                if name.startswith("x")], "the lab's namespaces are still there"
-    goodput = {record.get("driver"): record["metrics"]["flows"][0]["goodput_bps"] / 1e6
-               for record in read_records(out / "runs.jsonl")}
+                if name.startswith(f"x{lab_run[:10]}")], "the lab's namespaces are still there"
+    goodput = {record.get("driver"): record["metrics"]["flows"][0]["goodput_bps"] / 1e6 for record in records}
     assert NS2_GOODPUT[0] <= goodput["ns2"] <= NS2_GOODPUT[1], goodput
     assert LAB_GOODPUT[0] <= goodput["lab"] <= LAB_GOODPUT[1], goodput
     assert abs(goodput["lab"] / goodput["ns2"] - 1) <= LAB_NS2_AGREEMENT, goodput
