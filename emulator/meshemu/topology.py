@@ -84,7 +84,7 @@ class Topology:
             "routing": self.routing,
             "priority_udp_ports": PRIORITY_UDP_PORTS,
             "realtime": self.realtime,
-            "ipv6_link_local": self.routing_choice.ipv6_link_local,
+            "ipv6_link_local": self.routing_choice.kind.ipv6_link_local,
         }
 
 
@@ -220,7 +220,7 @@ class _Resolver:
         choice = routing_choice_of(self.spec.routing)
         fifo = self.spec.realtime.sched_fifo
         realtime = {"sched_fifo": {True: "on", False: "off"}.get(fifo, fifo), "spin_ns": self.spec.realtime.spin}
-        return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice,
+        return Topology(self.spec.name, self.doc.file, choice.kind.lab_routing, self.spec.subnet, nodes, config, choice,
                         self._backend(), self.queueing, realtime)
 
     def _backend(self) -> dict[str, Any]:
