@@ -123,7 +123,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
             "medium": topology.medium,
             "duration_ns": spec.duration,
             "warmup_ns": spec.warmup,
-            "routing": topology.routing,
+            "routing": topology.lab_routing,
             "flows": flows,
             "trace": spec.trace,
         }

@@ -328,7 +328,7 @@ class _Traffic:
         self.hops = hops
         self.seed = seed
         self.available_cc = available_cc
-        self.static = topology.routing == "static"
+        self.static = topology.lab_routing == "static"
         self.entry_of: dict[str, int] = {}  # flow name -> index of its traffic entry
         self.problems: list[Problem] = []
         self.unavailable: list[Problem] = []  # what this kernel lacks (the run is skipped)

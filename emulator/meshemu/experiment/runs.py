@@ -59,7 +59,7 @@ class Run:
         """Everything that determines the run (JSON-ready)."""
         return {
             "medium": self.topology.medium,
-            "routing": self.topology.routing,
+            "routing": self.topology.lab_routing,
             # Only when a daemon routes, so runs with static routes keep their ids.
             **({"routing_daemon": self.topology.routing_choice.to_json()}
                if self.topology.routing_choice.kind.daemon is not None else {}),
