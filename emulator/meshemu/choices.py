@@ -169,8 +169,11 @@ class Copas(OnDemandRouting):
     @staticmethod
     def daemon_options(settings: dict[str, Any]) -> dict[str, Any]:
         # Durations (ns in the schema) go to copasd's *_ms keys.
-        return {f"{key}_ms" if key in _COPAS_DURATIONS else key:
-                round(value * 1e-6) if key in _COPAS_DURATIONS else value for key, value in settings.items()}
+        options = {}
+        for key, value in settings.items():
+            duration = key in _COPAS_DURATIONS
+            options[f"{key}_ms" if duration else key] = round(value * 1e-6) if duration else value
+        return options
 
 
 class Babeld(RoutingKind):
@@ -301,13 +304,14 @@ class Fifo(QueueingKind):
 
 
 class FairQueueing(QueueingKind):
-    """bpd --mode fq: fair queueing over the flows of `classify`."""
+    """bpd --mode fq: one queue per flow of `classify`, served round-robin."""
 
     mode = "fq"
 
 
 class Backpressure(QueueingKind):
-    """bpd --mode backpressure: a flow's packet leaves when the next hop's queue of it is shorter."""
+    """bpd --mode backpressure: fq where a flow's head packet waits while its next hop holds
+    `threshold` or more packets of the flow."""
 
     mode = "backpressure"
 

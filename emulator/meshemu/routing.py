@@ -84,7 +84,8 @@ def start(lab: PluginLab) -> None:
             if listing.returncode != 0:
                 raise LabError(f"{kind.daemon} refused its configuration on {node.name}: {listing.stderr.strip()}")
             for rule in json.loads(listing.stdout):
-                record_iptables_rule(lab.run_dir, IptablesRule(node.netns, rule["table"], rule["chain"], rule["rule"]))
+                record_iptables_rule(lab.run_dir,
+                                     IptablesRule(node.netns, rule["table"], rule["chain"], rule["rule"]))
         (directory / kind.ready_file).unlink(missing_ok=True)
         with open(directory / kind.log, "wb") as log:
             process = node.spawn(argv, stderr=log)

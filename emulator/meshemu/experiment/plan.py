@@ -279,9 +279,10 @@ def _quickack_by_routing(document: Document, topology: Topology,
     if choice.kind.marks_quickack:
         marked = dataclasses.replace(choice, options={**choice.options, "quickack": True})
         return dataclasses.replace(topology, routing_choice=marked), ()
+    marking = " or ".join(name for name, kind in ROUTING_KINDS.items() if kind.marks_quickack)
     raise document.error(("topology", "routing"), f"delayed_ack: off needs quickack on the routes the receiver "
                          f"uses, and {choice.name} installs its routes without it: use delayed_ack: on, or "
-                         f"routing {' or '.join(name for name, kind in ROUTING_KINDS.items() if kind.marks_quickack)} or static")
+                         f"routing {marking} or static")
 
 
 def _without_kind_tags(errors: list[Any]) -> list[Any]:

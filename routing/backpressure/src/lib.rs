@@ -61,5 +61,6 @@ pub mod histogram;
 pub mod packet;
 pub mod scheduler;
 
-/// Nanoseconds from an arbitrary fixed origin.
+/// Nanoseconds: instants from an arbitrary fixed origin (bpd: CLOCK_MONOTONIC)
+/// and the spans between them, as the model's `Time` counts them.
 pub type Time = u64;

@@ -431,7 +431,8 @@ impl Scheduler {
         self.release(now, out);
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) has something to do next (None: only new input can change anything).
+    /// When [`handle_timeout`](Self::handle_timeout) has something to do next
+    /// (None: only new input can change anything).
     pub fn poll_timeout(&self) -> Option<Time> {
         let oldest_head = self
             .active
