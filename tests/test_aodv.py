@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from meshemu import Lab
-from meshemu.routing import AODV_EVENTS, control_overhead, counters, refresh_counters
+from meshemu.choices import Aodv
+from meshemu.routing import control_overhead, counters, refresh_counters
 
 from conftest import namespaces
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.root
 
 
 def events(lab: Lab, node: str) -> list[dict]:
-    path = lab.run_dir / "nodes" / node / AODV_EVENTS
+    path = lab.run_dir / "nodes" / node / Aodv.events
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from meshemu import Lab
-from meshemu.routing import COPAS_EVENTS, control_overhead
+from meshemu.choices import Copas
+from meshemu.routing import control_overhead
 
 from conftest import namespaces
 
@@ -109,7 +110,7 @@ def test_data_and_acks_take_disjoint_paths_and_reno_does_not_lose(write):
             assert sent[data_relay] > copas_bps * TRANSFER_S / 8 * 0.8, sent
             assert sent[ack_relay] < sent[data_relay] / 5, sent
 
-        selected = [json.loads(line) for line in (lab.run_dir / "nodes" / "d" / COPAS_EVENTS).read_text().splitlines()]
+        selected = [json.loads(line) for line in (lab.run_dir / "nodes" / "d" / Copas.events).read_text().splitlines()]
         roles = {e["role"] for e in selected if e["event"] == "path_selected"}
         assert roles == {"forward", "reverse"}, selected
         overhead = control_overhead(lab)

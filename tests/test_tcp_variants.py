@@ -116,7 +116,7 @@ def test_strip_study_uses_the_same_topologies_and_pairs_for_every_variant():
             assert len(placements) == 1 and len(pairs) == 1, (speed, seed)
             mobility = same[0].topology.medium["nodes"][0]["mobility"]
             assert mobility["kind"] == "random_waypoint" and mobility["speed_mps"] == {"min": 1.0, "max": speed}, mobility
-    assert all(run.flows[0].options["mss"] == 1460 and run.topology.routing == "none" for run in p.runs)
+    assert all(run.flows[0].options["mss"] == 1460 and run.topology.lab_routing == "none" for run in p.runs)
 
 
 def test_strip_full_scale_is_the_papers_design():

@@ -23,7 +23,7 @@ from typing import IO, Any, Sequence
 
 from . import medium, procs, queueing, routing
 from .backends import LabBackend, TapLabBackend, backend_of
-from .choices import NS2_ONLY_ROUTING, only_in_ns2
+from .choices import only_in_ns2
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
@@ -234,7 +234,7 @@ class Lab:
         """Create the lab; returns once the medium reports it ready."""
         if os.geteuid() != 0:
             raise LabError("a lab needs root (it creates network namespaces): run as root")
-        if self.routing.name in NS2_ONLY_ROUTING:
+        if self.routing.kind.ns2_only:
             raise LabError(only_in_ns2(self.routing.name))
         program = medium.find_program()
         self.backend.check()

@@ -575,7 +575,7 @@ def _routing_kind(value: Any) -> str | None:
 
 RoutingSpec = Annotated[
     Union[
-        # dsr and dsdv: ns-2's agents, for the ns-2 driver only (choices.NS2_ONLY_ROUTING).
+        # dsr and dsdv: ns-2's agents, for the ns-2 driver only (choices.Ns2Agent).
         Annotated[Literal["static", "none", "aodv", "babeld", "copas", "dsr", "dsdv"], Tag("name")],
         Annotated[AodvRouting, Tag("aodv")],
         Annotated[BabeldRouting, Tag("babeld")],

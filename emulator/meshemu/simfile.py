@@ -17,7 +17,6 @@ from pydantic import Field, ValidationError, model_validator
 
 from . import medium
 from .errors import ConfigError, MediumError, Problem
-from .choices import NS2_ONLY_ROUTING
 from .schema import Duration, PositiveRate, PositiveSize, RunFileSpec, StrictModel
 from .source import DataPath, Document, load_yaml, pydantic_problems
 from .sweep import expand, inline_topology_file, seeds_of, sweep_paths
@@ -115,7 +114,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
         topology = resolve_topology(document, ("topology",), seed=seed, mac=mac)
         if topology.routing_choice.name != "static":
             where = ("ns-2: use an experiment file and meshemu run --driver ns2"
-                     if topology.routing_choice.name in NS2_ONLY_ROUTING else
+                     if topology.routing_choice.kind.ns2_only else
                      "labs: use an experiment file and meshemu run")
             raise document.error(("topology", "routing"), f"the sim driver routes statically (minimum hops at "
                                  f"time 0); routing {topology.routing_choice.name} runs only in {where}")
@@ -124,7 +123,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
             "medium": topology.medium,
             "duration_ns": spec.duration,
             "warmup_ns": spec.warmup,
-            "routing": topology.routing,
+            "routing": topology.lab_routing,
             "flows": flows,
             "trace": spec.trace,
         }

@@ -53,7 +53,6 @@ class Topology:
 
     name: str | None
     source: str
-    routing: str  # LAB.json's routing: static, or none when a daemon (routing_choice) owns the routes
     subnet: ipaddress.IPv4Network
     nodes: tuple[TopologyNode, ...]
     medium: dict[str, Any]
@@ -63,6 +62,11 @@ class Topology:
     queueing: QueueingChoice = QueueingChoice()  # bpd in every node unless fifo (choices.py, queueing.py)
     # LAB.json's realtime: {"sched_fifo": off | auto | on, "spin_ns"} (emulator/README.md section 4)
     realtime: dict[str, Any] = field(default_factory=lambda: {"sched_fifo": "auto", "spin_ns": 0})
+
+    @property
+    def lab_routing(self) -> str:
+        """LAB.json's `routing`: static, or none when a daemon (routing_choice) owns the routes."""
+        return self.routing_choice.kind.lab_routing
 
     def node(self, name: str) -> TopologyNode:
         for node in self.nodes:
@@ -81,10 +85,10 @@ class Topology:
             "medium": self.medium,
             "nodes": [{"netns": self.netns(lab, node), "ipv4": str(node.ipv4),
                        "prefix_len": self.subnet.prefixlen, "mtu": LAB_MTU} for node in self.nodes],
-            "routing": self.routing,
+            "routing": self.lab_routing,
             "priority_udp_ports": PRIORITY_UDP_PORTS,
             "realtime": self.realtime,
-            "ipv6_link_local": self.routing_choice.ipv6_link_local,
+            "ipv6_link_local": self.routing_choice.kind.ipv6_link_local,
         }
 
 
@@ -220,7 +224,7 @@ class _Resolver:
         choice = routing_choice_of(self.spec.routing)
         fifo = self.spec.realtime.sched_fifo
         realtime = {"sched_fifo": {True: "on", False: "off"}.get(fifo, fifo), "spin_ns": self.spec.realtime.spin}
-        return Topology(self.spec.name, self.doc.file, choice.lab_routing, self.spec.subnet, nodes, config, choice,
+        return Topology(self.spec.name, self.doc.file, self.spec.subnet, nodes, config, choice,
                         self._backend(), self.queueing, realtime)
 
     def _backend(self) -> dict[str, Any]:

@@ -35,9 +35,9 @@ matplotlib.use("Agg")  # files only
 import matplotlib.pyplot as plt  # noqa: E402
 
 from meshemu import medium  # noqa: E402
+from meshemu.choices import Aodv  # noqa: E402
 from meshemu.experiment.metrics import data_socket, read_json, read_jsonl, rto_times  # noqa: E402
 from meshemu.experiment.results import ResultsDir  # noqa: E402
-from meshemu.routing import AODV_EVENTS  # noqa: E402
 
 NS = 1_000_000_000
 SOURCE, DESTINATION, UPSTREAM, NEWCOMER = "a", "e", "d", "f"
@@ -109,7 +109,7 @@ class RepairTrace:
 
     def node_events(self, node: str, kind: str, **match: Any) -> list[tuple[float, dict[str, Any]]]:
         """(model time, event) of a node's AODV events of one kind whose fields match."""
-        path = self.dir / "routing" / f"{node}.{AODV_EVENTS}"
+        path = self.dir / "routing" / f"{node}.{Aodv.events}"
         return [(self.mono_s(e["mono_ns"]), e) for e in read_jsonl(path)
                 if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
 

@@ -75,7 +75,7 @@ pub enum SchedFifo {
 
 /// Longest spin we accept: spinning is for the last microseconds only.
 const MAX_SPIN_NS: u64 = 1_000_000;
-/// The TAP driver's MTU range.
+/// The TAP backend's MTU range.
 const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65521;
 
 /// The text of `path`, `-` for stdin.

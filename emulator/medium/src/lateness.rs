@@ -1,4 +1,4 @@
-//! How late the real-time driver carries out the model's actions: a histogram
+//! How late the real-time loop carries out the model's actions: a histogram
 //! with log-spaced buckets (10 per decade) from 1 µs to 1 s.
 
 use serde::Serialize;

@@ -3,8 +3,8 @@
 //! IEEE802_11_RADIO) that Wireshark and tshark decode.
 //!
 //! Frames carry no FCS. A data frame is either the real 802.11 frame a node
-//! handed down (the hwsim driver: beacons, management and data frames as
-//! mac80211 built them) or, for an Ethernet frame (the TAP driver), an IBSS
+//! handed down (the hwsim backend: beacons, management and data frames as
+//! mac80211 built them) or, for an Ethernet frame (the TAP backend), an IBSS
 //! frame (ToDS = FromDS = 0): address 1 the receiver, 2 the transmitter, 3 the
 //! fixed [`BSSID`]; the body an LLC/SNAP header with the Ethernet type, then
 //! the Ethernet payload.

@@ -47,17 +47,17 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from .. import leftovers
+from ..choices import ROUTING_KINDS
 from ..errors import MeshemuError
 from ..experiment.results import read_records
 from ..lab import Lab
 from ..queueing import PROGRAM as BPD_PROGRAM
-from ..routing import AODV_PROGRAM, BABELD_PROGRAM, COPAS_PROGRAM
 from ..state import lab_names, read_state
 from ..topology import load_topology
 
 REPO = Path(__file__).resolve().parents[3]
 STRIP = REPO / "experiments" / "tcp-variants" / "strip.yaml"
-DAEMONS = {AODV_PROGRAM, BABELD_PROGRAM, COPAS_PROGRAM, BPD_PROGRAM}
+DAEMONS = {kind.daemon for kind in ROUTING_KINDS.values() if kind.daemon is not None} | {BPD_PROGRAM}
 STILL_S = 120  # the nodes stand still for the run's last 120 s
 SETTLE_S = 30  # then routes have 30 s to repair before the pings
 PING_S = 15  # each ping's deadline for its first reply

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from .. import medium, procs, routing
+from ..choices import Aodv
 from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
 from .. import queueing
@@ -556,7 +557,7 @@ class Execution:
         """The source's route to the destination over the flow's window, from
         its routing daemon's events (nothing without such events)."""
         assert flow.src is not None and flow.dst is not None
-        events = metrics.read_jsonl(self.dir / ROUTING_DIR / f"{flow.src}.{routing.AODV_EVENTS}")
+        events = metrics.read_jsonl(self.dir / ROUTING_DIR / f"{flow.src}.{Aodv.events}")
         if not events:
             return {}
         mono_start = int(self.t0_mono * NS) + max(self.run.warmup_ns, flow.start_ns)

@@ -36,7 +36,7 @@ from ..errors import ConfigError, Problem
 from ..medium import LinksFunction
 from ..ns2 import support as ns2_support
 from ..sim import support as sim_support
-from ..choices import DAEMON_ROUTING, NS2_ONLY_ROUTING, QUICKACK_DAEMONS, only_in_ns2
+from ..choices import ROUTING_KINDS, only_in_ns2
 from ..schema import StrictModel
 from ..source import DataPath, Document, Mark, load_yaml, parse_yaml, pydantic_problems
 from ..sweep import expand, inline_topology_file, seeds_of, sweep_paths
@@ -240,7 +240,7 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     runs = []
     for seed in seeds:
         topology, hops = topologies.resolve(document, seed, mac)
-        if driver == LAB and topology.routing_choice.name in NS2_ONLY_ROUTING:
+        if driver == LAB and topology.routing_choice.kind.ns2_only:
             raise document.error(("topology", "routing"), only_in_ns2(topology.routing_choice.name))
         try:
             flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
@@ -274,14 +274,15 @@ def _quickack_by_routing(document: Document, topology: Topology,
     installs itself (a daemon's settings are per lab, so in every node).
     babeld cannot."""
     choice = topology.routing_choice
-    if not nodes or choice.name not in DAEMON_ROUTING:
+    if not nodes or choice.kind.daemon is None:
         return topology, nodes
-    if choice.name in QUICKACK_DAEMONS:
+    if choice.kind.marks_quickack:
         marked = dataclasses.replace(choice, options={**choice.options, "quickack": True})
         return dataclasses.replace(topology, routing_choice=marked), ()
+    marking = " or ".join(name for name, kind in ROUTING_KINDS.items() if kind.marks_quickack)
     raise document.error(("topology", "routing"), f"delayed_ack: off needs quickack on the routes the receiver "
                          f"uses, and {choice.name} installs its routes without it: use delayed_ack: on, or "
-                         f"routing {' or '.join(QUICKACK_DAEMONS)} or static")
+                         f"routing {marking} or static")
 
 
 def _without_kind_tags(errors: list[Any]) -> list[Any]:
@@ -328,7 +329,7 @@ class _Traffic:
         self.hops = hops
         self.seed = seed
         self.available_cc = available_cc
-        self.static = topology.routing == "static"
+        self.static = topology.lab_routing == "static"
         self.entry_of: dict[str, int] = {}  # flow name -> index of its traffic entry
         self.problems: list[Problem] = []
         self.unavailable: list[Problem] = []  # what this kernel lacks (the run is skipped)

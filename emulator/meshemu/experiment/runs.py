@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..choices import DAEMON_ROUTING
 from ..topology import Topology
 
 # Who carries out the runs: a real-time lab, ns-2.35 (meshemu/ns2/), or the
@@ -68,10 +67,10 @@ class Run:
         """Everything that determines the run (JSON-ready)."""
         return {
             "medium": self.topology.medium,
-            "routing": self.topology.routing,
+            "routing": self.topology.lab_routing,
             # Only when a daemon routes, so runs with static routes keep their ids.
             **({"routing_daemon": self.topology.routing_choice.to_json()}
-               if self.topology.routing_choice.name in DAEMON_ROUTING else {}),
+               if self.topology.routing_choice.kind.daemon is not None else {}),
             "nodes": [{"name": node.name, "ipv4": str(node.ipv4)} for node in self.topology.nodes],
             "duration_ns": self.duration_ns,
             "warmup_ns": self.warmup_ns,

@@ -37,7 +37,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
-from ..choices import DAEMON_ROUTING
 from ..source import DataPath, Document
 from .scenario import SACK_AGENT, SACK_CCS, TCP_AGENTS
 
@@ -124,7 +123,7 @@ def _setup(document: Document, spec: "ExperimentSpec", topology: "Topology", ref
 
 def _routing(topology: "Topology", flows: tuple["Flow", ...], refuse: Any) -> None:
     choice = topology.routing_choice
-    if choice.name in DAEMON_ROUTING and choice.name != "aodv":
+    if choice.kind.daemon is not None and choice.name != "aodv":
         refuse(("topology", "routing"), f"routing {choice.name} is a daemon that runs in labs only; ns-2 offers "
                                         "aodv, dsr and dsdv")
     elif choice.name == "aodv":

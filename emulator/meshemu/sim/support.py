@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import Problem
-from ..choices import NS2_ONLY_ROUTING
+from ..choices import ROUTING_KINDS
 from ..source import DataPath, Document
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def unsupported(document: Document, spec: "ExperimentSpec", topology: "Topology"
 
 
 def _where(routing: str) -> str:
-    if routing in NS2_ONLY_ROUTING:
+    if ROUTING_KINDS[routing].ns2_only:
         return "in ns-2 only: --driver ns2"
     if routing == "aodv":  # aodvd in labs, ns-2's own AODV in ns-2
         return "in labs and in ns-2: --driver lab or ns2"

@@ -8,7 +8,8 @@ import json
 import math
 from typing import Any
 
-from .. import queueing, routing
+from .. import queueing
+from ..choices import ROUTING_KINDS
 from ..errors import MeshemuError
 from ..lab import Lab
 from .frames import FrameMaker, Snapshot
@@ -17,8 +18,10 @@ from .ranges import radio_ranges
 # Frames per second: the page must move at least twice a second.
 RATE_HZ = 4.0
 # The counters files the daemons of a node rewrite every second, in its
-# directory `run_dir/nodes/<node>/` (routing.py, queueing.py).
-DAEMON_COUNTERS = {"aodvd": routing.AODV_COUNTERS, "copasd": routing.COPAS_COUNTERS, "bpd": queueing.COUNTERS}
+# directory `run_dir/nodes/<node>/` (choices.ROUTING_KINDS, queueing.py).
+DAEMON_COUNTERS = {**{kind.daemon: kind.counters for kind in ROUTING_KINDS.values()
+                      if kind.daemon is not None and kind.counters is not None},
+                   "bpd": queueing.COUNTERS}
 
 
 class LiveSource:

@@ -4,7 +4,7 @@
 //! The model never reads a clock and does no I/O. Time is an integer number of
 //! nanoseconds passed in by the caller; frames handed down by nodes go in
 //! through [`Medium::send`], and everything the medium does comes out as
-//! [`Action`]s from [`Medium::send`] and [`Medium::advance`]: frames delivered
+//! [`Action`]s from [`Medium::send`] and [`Medium::handle_timeout`]: frames delivered
 //! to nodes, transmit status to senders, and (when asked) every transmission
 //! on the air. Every random draw comes from streams derived from the
 //! configuration's seed, so the same configuration and inputs give the same

@@ -318,7 +318,7 @@ impl Driver {
         let mut arrivals: BinaryHeap<Reverse<(Time, usize)>> = self.flows.iter().enumerate().filter(|(_, f)| f.cfg.start_ns < f.stop).map(|(i, f)| Reverse((f.cfg.start_ns, i))).collect();
         let mut actions = Vec::new();
         loop {
-            let model = self.medium.next_event_time();
+            let model = self.medium.poll_timeout();
             let traffic = arrivals.peek().map(|Reverse((t, _))| *t);
             let now = match (model, traffic) {
                 (None, None) => break,
@@ -337,7 +337,7 @@ impl Driver {
                     arrivals.push(Reverse((next, f)));
                 }
             } else {
-                self.medium.advance(now, &mut actions);
+                self.medium.handle_timeout(now, &mut actions);
             }
             self.handle_actions(&mut actions);
         }

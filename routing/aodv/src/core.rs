@@ -878,7 +878,6 @@ impl Protocol for Aodv {
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>) {
         match input {
             Input::Control { from, ttl, payload } => self.receive(now, from, ttl, payload, out),
-            Input::Tick => {}
             Input::NoRoute { dst, local, .. } => self.no_route(now, dst, local, out),
             Input::RouteUsed { addr } => self.refresh(now, addr),
             Input::NeighborHeard { neighbor } => {
@@ -905,7 +904,11 @@ impl Protocol for Aodv {
         self.tick(now, out);
     }
 
-    fn poll_at(&self) -> Option<Duration> {
+    fn handle_timeout(&mut self, now: Duration, out: &mut Vec<Output>) {
+        self.tick(now, out);
+    }
+
+    fn poll_timeout(&self) -> Option<Duration> {
         let timeout = self.config.hello_timeout();
         let deadlines = [
             self.delayed.iter().map(|d| d.0).min(),

@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
 use crate::flow::FlowKey;
-use crate::Nanos;
+use crate::Time;
 
 /// Where downstream queue lengths come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +50,7 @@ const RECENT: usize = 8;
 #[derive(Debug, Default)]
 struct Estimate {
     /// Overhear: release times of packets not yet heard forwarded, oldest first.
-    in_flight: VecDeque<Nanos>,
+    in_flight: VecDeque<Time>,
     /// Beacon/oracle: the neighbour's last reported length.
     reported: u32,
     /// Beacon/oracle: released towards it since that report.
@@ -58,22 +58,22 @@ struct Estimate {
     recent: [Option<u64>; RECENT],
     recent_next: usize,
     /// Smoothed release-to-forward delay and its mean deviation, ns.
-    delay: Option<(Nanos, Nanos)>,
+    delay: Option<(Time, Time)>,
 }
 
 /// The adaptive timeout never goes below this (a forward takes at least one
 /// frame's airtime at the neighbour).
-const MIN_TIMEOUT: Nanos = 2_000_000;
+const MIN_TIMEOUT: Time = 2_000_000;
 
 impl Estimate {
-    fn timeout(&self, ceiling: Nanos) -> Nanos {
+    fn timeout(&self, ceiling: Time) -> Time {
         match self.delay {
             Some((mean, deviation)) => (mean + 4 * deviation).clamp(MIN_TIMEOUT, ceiling),
             None => ceiling,
         }
     }
 
-    fn sample_delay(&mut self, sample: Nanos) {
+    fn sample_delay(&mut self, sample: Time) {
         self.delay = Some(match self.delay {
             None => (sample, sample / 2),
             Some((mean, deviation)) => {
@@ -104,13 +104,13 @@ pub struct DownstreamCounters {
 #[derive(Debug)]
 pub(crate) struct Downstream {
     knowledge: Knowledge,
-    overhear_timeout: Nanos,
+    overhear_timeout: Time,
     estimates: HashMap<(Ipv4Addr, FlowKey), Estimate>,
     pub(crate) counters: DownstreamCounters,
 }
 
 impl Downstream {
-    pub(crate) fn new(knowledge: Knowledge, overhear_timeout: Nanos) -> Self {
+    pub(crate) fn new(knowledge: Knowledge, overhear_timeout: Time) -> Self {
         Downstream { knowledge, overhear_timeout, estimates: HashMap::new(), counters: DownstreamCounters::default() }
     }
 
@@ -123,7 +123,7 @@ impl Downstream {
         }
     }
 
-    pub(crate) fn released(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey) {
+    pub(crate) fn released(&mut self, now: Time, neighbour: Ipv4Addr, flow: FlowKey) {
         let e = self.estimates.entry((neighbour, flow)).or_default();
         match self.knowledge {
             Knowledge::Overhear => e.in_flight.push_back(now),
@@ -132,7 +132,7 @@ impl Downstream {
     }
 
     /// `neighbour` was heard transmitting a packet of `flow` (fingerprint of its bytes).
-    pub(crate) fn overheard(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64) {
+    pub(crate) fn overheard(&mut self, now: Time, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64) {
         if self.knowledge != Knowledge::Overhear {
             return;
         }
@@ -156,7 +156,7 @@ impl Downstream {
 
     /// `neighbour` reports `length` packets of `flow`; `ours_on_the_way` of
     /// ours are still in our own radio (not yet at the neighbour).
-    pub(crate) fn report(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey, length: u32, ours_on_the_way: u32) {
+    pub(crate) fn report(&mut self, now: Time, neighbour: Ipv4Addr, flow: FlowKey, length: u32, ours_on_the_way: u32) {
         let Some(e) = self.estimates.get_mut(&(neighbour, flow)) else { return };
         self.counters.reports += 1;
         match self.knowledge {
@@ -189,7 +189,7 @@ impl Downstream {
     }
 
     /// Forgets outstanding packets older than the overhearing timeout.
-    pub(crate) fn expire(&mut self, now: Nanos) {
+    pub(crate) fn expire(&mut self, now: Time) {
         if self.knowledge != Knowledge::Overhear {
             return;
         }
@@ -203,7 +203,7 @@ impl Downstream {
     }
 
     /// When the next outstanding packet times out.
-    pub(crate) fn next_expiry(&self) -> Option<Nanos> {
+    pub(crate) fn next_expiry(&self) -> Option<Time> {
         self.estimates
             .values()
             .filter_map(|e| e.in_flight.front().map(|sent| sent + e.timeout(self.overhear_timeout)))

@@ -14,8 +14,13 @@
 //! - [`beacon`]: the beacon's wire format;
 //! - [`histogram`]: the per-packet processing time histogram.
 //!
-//! Time is an integer number of nanoseconds from any fixed origin ([`Nanos`]);
-//! nothing here reads a clock or does I/O.
+//! Time is an integer number of nanoseconds from any fixed origin ([`Time`]);
+//! nothing here reads a clock or does I/O. The [`Scheduler`](scheduler::Scheduler)
+//! speaks the contract of every sans-IO core of the project (the top
+//! README, "Sans-IO cores: one contract"): `handle_*` feeds what happened
+//! (an arrival, the radio's counters, an overheard transmission, a
+//! neighbour's report) and appends the decisions to `out`; `poll_timeout`
+//! says when `handle_timeout` has age drops, expiries or releases to run.
 //!
 //! ```
 //! use std::net::Ipv4Addr;
@@ -38,14 +43,14 @@
 //! let (source, next_hop) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
 //! let packet = |id| Arrival { id, flow: FlowKey::Addr(source), next_hop, next_hop_forwards: true };
 //! let mut out = Vec::new();
-//! scheduler.radio(0, 0, 0, &mut out); // the radio's counters as read now
-//! scheduler.arrive(0, packet(1), &mut out);
+//! scheduler.handle_radio(0, 0, 0, &mut out); // the radio's counters as read now
+//! scheduler.handle_arrival(0, packet(1), &mut out);
 //! assert_eq!(out.pop().unwrap().verdict, Verdict::Accept); // released at once
-//! scheduler.arrive(1, packet(2), &mut out);
+//! scheduler.handle_arrival(1, packet(2), &mut out);
 //! assert!(out.is_empty()); // held: the next hop holds one of the flow already
-//! scheduler.arrive(2, packet(3), &mut out);
+//! scheduler.handle_arrival(2, packet(3), &mut out);
 //! assert_eq!(out.pop().unwrap().verdict, Verdict::Drop); // beyond the threshold
-//! scheduler.overheard(3, next_hop, FlowKey::Addr(source), 0xfeed, &mut out);
+//! scheduler.handle_overheard(3, next_hop, FlowKey::Addr(source), 0xfeed, &mut out);
 //! assert_eq!(out.pop().unwrap().id, 2); // the next hop forwarded packet 1
 //! ```
 
@@ -56,5 +61,6 @@ pub mod histogram;
 pub mod packet;
 pub mod scheduler;
 
-/// Nanoseconds from an arbitrary fixed origin.
-pub type Nanos = u64;
+/// Nanoseconds: instants from an arbitrary fixed origin (bpd: CLOCK_MONOTONIC)
+/// and the spans between them, as the model's `Time` counts them.
+pub type Time = u64;

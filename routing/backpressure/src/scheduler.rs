@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::downstream::{Downstream, DownstreamCounters, Knowledge};
 use crate::flow::{ClassifyBy, FlowKey};
-use crate::Nanos;
+use crate::Time;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -55,13 +55,13 @@ pub struct Config {
     /// radio; `None`: no radio to watch, release at once.
     pub radio_depth: Option<u32>,
     /// A packet held longer than this is dropped.
-    pub max_hold: Nanos,
+    pub max_hold: Time,
     /// A flow with nothing queued for this long is forgotten.
-    pub flow_idle: Nanos,
+    pub flow_idle: Time,
     pub knowledge: Knowledge,
     /// Overhearing: an outstanding packet not heard forwarded within this is
     /// forgotten (the ceiling of the adaptive timeout, see [`crate::downstream`]).
-    pub overhear_timeout: Nanos,
+    pub overhear_timeout: Time,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -180,7 +180,7 @@ pub struct Totals {
 #[derive(Debug)]
 struct Held {
     id: u32,
-    arrived: Nanos,
+    arrived: Time,
     next_hop: Ipv4Addr,
     next_hop_forwards: bool,
     delayed_by_backpressure: bool,
@@ -192,8 +192,8 @@ struct Flow {
     queue: VecDeque<Held>,
     /// Released packets of this flow still in the radio.
     in_radio: u32,
-    last_active: Nanos,
-    blocked_since: Option<Nanos>,
+    last_active: Time,
+    blocked_since: Option<Time>,
     counters: FlowCounters,
 }
 
@@ -216,7 +216,7 @@ impl Radio {
 }
 
 /// How often idle flows are looked for at most.
-const EXPIRY_SCAN_EVERY: Nanos = 1_000_000_000;
+const EXPIRY_SCAN_EVERY: Time = 1_000_000_000;
 
 pub struct Scheduler {
     config: Config,
@@ -229,7 +229,7 @@ pub struct Scheduler {
     radio: Radio,
     downstream: Downstream,
     totals: Totals,
-    next_expiry_scan: Nanos,
+    next_expiry_scan: Time,
 }
 
 impl Scheduler {
@@ -262,7 +262,7 @@ impl Scheduler {
         self.flows[slot].as_mut().expect("live flow slot")
     }
 
-    fn slot_for(&mut self, key: FlowKey, now: Nanos) -> usize {
+    fn slot_for(&mut self, key: FlowKey, now: Time) -> usize {
         if let Some(slot) = self.index.get(&key) {
             return *slot;
         }
@@ -289,7 +289,7 @@ impl Scheduler {
     }
 
     /// A packet to queue; decisions (its own, and any releases it allows) go to `out`.
-    pub fn arrive(&mut self, now: Nanos, packet: Arrival, out: &mut Vec<Decision>) {
+    pub fn handle_arrival(&mut self, now: Time, packet: Arrival, out: &mut Vec<Decision>) {
         let slot = self.slot_for(packet.flow, now);
         let per_flow_limit = self.config.per_flow_limit();
         let fifo = self.config.mode == Mode::Fifo;
@@ -334,7 +334,7 @@ impl Scheduler {
     /// A packet accepted at once without queueing. It is not counted as ours
     /// in the radio: a bypassed packet may never reach it (the local copy of
     /// a broadcast passes here too), and one that does shows in its queue length.
-    pub fn bypass(&mut self, id: u32, out: &mut Vec<Decision>) {
+    pub fn handle_bypass(&mut self, id: u32, out: &mut Vec<Decision>) {
         self.totals.bypassed += 1;
         out.push(Decision { id, verdict: Verdict::Accept });
     }
@@ -342,7 +342,7 @@ impl Scheduler {
     /// The radio's counters now: `completed` frames have left its queue since
     /// it started (sent, broadcast, dropped at the retry limit or at a full
     /// queue), `queue_len` wait in it.
-    pub fn radio(&mut self, now: Nanos, completed: u64, queue_len: u64, out: &mut Vec<Decision>) {
+    pub fn handle_radio(&mut self, now: Time, completed: u64, queue_len: u64, out: &mut Vec<Decision>) {
         self.radio.queue_len = queue_len;
         let left = match self.radio.completed {
             Some(before) if completed >= before => completed - before,
@@ -362,7 +362,7 @@ impl Scheduler {
     /// True while the radio's progress matters: packets wait for room, or
     /// released packets are still in the radio (our advertised queue lengths
     /// count them until they leave). The caller should then call
-    /// [`radio`](Self::radio) when the radio's counters change.
+    /// [`handle_radio`](Self::handle_radio) when the radio's counters change.
     pub fn wants_radio_updates(&self) -> bool {
         self.config.radio_depth.is_some()
             && (!self.radio.below.is_empty() || (!self.active.is_empty() && !self.radio_has_room()))
@@ -376,16 +376,16 @@ impl Scheduler {
     }
 
     /// `neighbour` was heard transmitting a packet of `flow` onwards.
-    pub fn overheard(&mut self, now: Nanos, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64, out: &mut Vec<Decision>) {
+    pub fn handle_overheard(&mut self, now: Time, neighbour: Ipv4Addr, flow: FlowKey, fingerprint: u64, out: &mut Vec<Decision>) {
         self.downstream.overheard(now, neighbour, flow, fingerprint);
         self.release(now, out);
     }
 
     /// `neighbour` holds `entries` (flow, packets); with `complete`, every
     /// flow it does not list is empty there.
-    pub fn report(
+    pub fn handle_report(
         &mut self,
-        now: Nanos,
+        now: Time,
         neighbour: Ipv4Addr,
         entries: &[(FlowKey, u32)],
         complete: bool,
@@ -405,7 +405,7 @@ impl Scheduler {
     }
 
     /// The (next hop, flow) pairs whose queue lengths decide the next
-    /// releases: what an oracle reader should look up before [`report`](Self::report).
+    /// releases: what an oracle reader should look up before [`handle_report`](Self::handle_report).
     pub fn downstream_wanted(&self) -> Vec<(Ipv4Addr, FlowKey)> {
         if !matches!(self.config.mode, Mode::Backpressure { .. }) {
             return Vec::new();
@@ -421,7 +421,7 @@ impl Scheduler {
     }
 
     /// Runs what is due at `now`: age drops, overhearing timeouts, idle flows, releases.
-    pub fn poll(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+    pub fn handle_timeout(&mut self, now: Time, out: &mut Vec<Decision>) {
         self.drop_old(now, out);
         self.downstream.expire(now);
         if now >= self.next_expiry_scan {
@@ -431,8 +431,9 @@ impl Scheduler {
         self.release(now, out);
     }
 
-    /// When [`poll`](Self::poll) has something to do next (None: only new input can change anything).
-    pub fn next_deadline(&self) -> Option<Nanos> {
+    /// When [`handle_timeout`](Self::handle_timeout) has something to do next
+    /// (None: only new input can change anything).
+    pub fn poll_timeout(&self) -> Option<Time> {
         let oldest_head = self
             .active
             .iter()
@@ -444,7 +445,7 @@ impl Scheduler {
     }
 
     /// Gives every held packet `verdict` (at exit).
-    pub fn shutdown(&mut self, now: Nanos, verdict: Verdict, out: &mut Vec<Decision>) {
+    pub fn shutdown(&mut self, now: Time, verdict: Verdict, out: &mut Vec<Decision>) {
         self.update_blocked(now, true);
         for slot in std::mem::take(&mut self.active) {
             let flow = self.flows[slot].as_mut().expect("live flow slot");
@@ -484,7 +485,7 @@ impl Scheduler {
     }
 
     /// Every live flow, sorted by key.
-    pub fn flow_reports(&self, now: Nanos) -> Vec<FlowReport> {
+    pub fn flow_reports(&self, now: Time) -> Vec<FlowReport> {
         let mut reports: Vec<FlowReport> = self
             .flows
             .iter()
@@ -507,7 +508,7 @@ impl Scheduler {
         reports
     }
 
-    fn release(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+    fn release(&mut self, now: Time, out: &mut Vec<Decision>) {
         if self.config.mode == Mode::Fifo {
             return;
         }
@@ -538,7 +539,7 @@ impl Scheduler {
         })
     }
 
-    fn release_head(&mut self, now: Nanos, slot: usize, out: &mut Vec<Decision>) {
+    fn release_head(&mut self, now: Time, slot: usize, out: &mut Vec<Decision>) {
         let backpressure = matches!(self.config.mode, Mode::Backpressure { .. });
         let watch_radio = self.config.radio_depth.is_some();
         let flow = self.flows[slot].as_mut().expect("live flow slot");
@@ -566,7 +567,7 @@ impl Scheduler {
     }
 
     /// Keeps the "held by backpressure" accounting of every flow current.
-    fn update_blocked(&mut self, now: Nanos, ending: bool) {
+    fn update_blocked(&mut self, now: Time, ending: bool) {
         if !matches!(self.config.mode, Mode::Backpressure { .. }) {
             return;
         }
@@ -593,7 +594,7 @@ impl Scheduler {
         }
     }
 
-    fn drop_old(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+    fn drop_old(&mut self, now: Time, out: &mut Vec<Decision>) {
         let max_hold = self.config.max_hold;
         let mut emptied = false;
         for slot in self.active.clone() {
@@ -613,7 +614,7 @@ impl Scheduler {
         }
     }
 
-    fn expire_idle_flows(&mut self, now: Nanos) {
+    fn expire_idle_flows(&mut self, now: Time) {
         for slot in 0..self.flows.len() {
             let idle = self.flows[slot].as_ref().is_some_and(|flow| {
                 flow.queue.is_empty() && flow.in_radio == 0 && flow.last_active + self.config.flow_idle <= now

@@ -44,18 +44,18 @@ impl Harness {
     fn new(config: Config) -> Self {
         let mut scheduler = Scheduler::new(config).unwrap();
         let mut out = Vec::new();
-        scheduler.radio(0, 0, 0, &mut out);
+        scheduler.handle_radio(0, 0, 0, &mut out);
         Harness { scheduler, completed: 0, out }
     }
 
     fn arrive(&mut self, now: u64, id: u32, from: u8) {
-        self.scheduler.arrive(now, packet(id, from), &mut self.out);
+        self.scheduler.handle_arrival(now, packet(id, from), &mut self.out);
     }
 
     /// The radio finished `frames` frames.
     fn radio_sent(&mut self, now: u64, frames: u64) {
         self.completed += frames;
-        self.scheduler.radio(now, self.completed, 0, &mut self.out);
+        self.scheduler.handle_radio(now, self.completed, 0, &mut self.out);
     }
 
     fn take(&mut self) -> Vec<(u32, Verdict)> {
@@ -110,17 +110,17 @@ fn a_deeper_radio_takes_that_many_packets_and_an_external_frame_is_absorbed() {
     assert_eq!(h.accepted(), vec![0, 1, 2]);
     assert!(h.scheduler.wants_radio_updates());
     // The radio reports a queue longer than what we released (frames of others).
-    h.scheduler.radio(MS, 0, 5, &mut h.out);
+    h.scheduler.handle_radio(MS, 0, 5, &mut h.out);
     assert!(h.take().is_empty());
     h.completed = 2;
-    h.scheduler.radio(2 * MS, 2, 1, &mut h.out);
+    h.scheduler.handle_radio(2 * MS, 2, 1, &mut h.out);
     assert_eq!(h.accepted(), vec![3, 4]);
 }
 
 #[test]
 fn fq_drops_arrivals_beyond_the_flow_limit_and_the_total() {
     let mut h = Harness::new(Config { flow_limit: 3, total_limit: 5, ..config(Mode::FairQueue) });
-    h.scheduler.radio(0, 0, 50, &mut h.out); // a full radio: nothing leaves
+    h.scheduler.handle_radio(0, 0, 50, &mut h.out); // a full radio: nothing leaves
     for id in 0..5 {
         h.arrive(0, id, 1);
     }
@@ -150,10 +150,10 @@ fn backpressure_holds_a_flow_until_the_next_hop_is_heard_forwarding() {
     assert_eq!(h.accepted(), vec![40]);
     h.radio_sent(4 * MS, 1);
     // The next hop forwards packet 1 (heard twice: a MAC retransmission).
-    h.scheduler.overheard(5 * MS, NEXT, flow(1), 0xaaaa, &mut h.out);
+    h.scheduler.handle_overheard(5 * MS, NEXT, flow(1), 0xaaaa, &mut h.out);
     assert_eq!(h.accepted(), vec![2]);
     h.radio_sent(6 * MS, 1);
-    h.scheduler.overheard(6 * MS, NEXT, flow(1), 0xaaaa, &mut h.out);
+    h.scheduler.handle_overheard(6 * MS, NEXT, flow(1), 0xaaaa, &mut h.out);
     h.arrive(7 * MS, 5, 1);
     assert!(h.take().is_empty(), "the retransmission did not count as packet 2 forwarded");
     let report = &h.scheduler.flow_reports(8 * MS)[0];
@@ -168,7 +168,7 @@ fn a_next_hop_that_is_the_destination_never_holds_the_flow() {
     let mut h = Harness::new(config(Mode::Backpressure { threshold: 1 }));
     for (t, id) in [(0, 1), (1, 2), (2, 3)] {
         let packet = Arrival { id, flow: flow(1), next_hop: NEXT, next_hop_forwards: false };
-        h.scheduler.arrive(t * MS, packet, &mut h.out);
+        h.scheduler.handle_arrival(t * MS, packet, &mut h.out);
         assert_eq!(h.accepted(), vec![id]);
         h.radio_sent(t * MS + 1, 1);
     }
@@ -181,10 +181,10 @@ fn a_missed_overhearing_blocks_the_flow_only_until_the_timeout() {
     h.radio_sent(MS, 1);
     h.arrive(2 * MS, 2, 1);
     assert_eq!(h.accepted(), vec![1]);
-    assert_eq!(h.scheduler.next_deadline(), Some(200 * MS));
-    h.scheduler.poll(199 * MS, &mut h.out);
+    assert_eq!(h.scheduler.poll_timeout(), Some(200 * MS));
+    h.scheduler.handle_timeout(199 * MS, &mut h.out);
     assert!(h.take().is_empty());
-    h.scheduler.poll(200 * MS, &mut h.out);
+    h.scheduler.handle_timeout(200 * MS, &mut h.out);
     assert_eq!(h.accepted(), vec![2]);
     assert_eq!(h.scheduler.downstream_counters().overhear_timeouts, 1);
 }
@@ -199,16 +199,16 @@ fn the_overhearing_timeout_adapts_to_the_forwarding_delay() {
         assert_eq!(h.accepted(), vec![id]);
         h.radio_sent(now + MS, 1);
         now += 10 * MS;
-        h.scheduler.overheard(now, NEXT, flow(1), u64::from(id), &mut h.out);
+        h.scheduler.handle_overheard(now, NEXT, flow(1), u64::from(id), &mut h.out);
     }
     // The next forward is missed: the flow waits about the usual delay, not 200 ms.
     h.arrive(now, 10, 1);
     h.radio_sent(now + MS, 1);
     h.arrive(now + MS, 11, 1);
     assert_eq!(h.accepted(), vec![10]);
-    let deadline = h.scheduler.next_deadline().unwrap() - now;
+    let deadline = h.scheduler.poll_timeout().unwrap() - now;
     assert!((10 * MS..50 * MS).contains(&deadline), "timeout {deadline} ns after release");
-    h.scheduler.poll(now + deadline, &mut h.out);
+    h.scheduler.handle_timeout(now + deadline, &mut h.out);
     assert_eq!(h.accepted(), vec![11]);
 }
 
@@ -220,12 +220,12 @@ fn a_report_corrects_the_overhearing_estimate_both_ways() {
     h.arrive(0, 3, 1);
     assert_eq!(h.accepted(), vec![1, 2]);
     // Missed overhearing: the neighbour reports it holds none of the flow.
-    h.scheduler.report(MS, NEXT, &[], true, &mut h.out);
+    h.scheduler.handle_report(MS, NEXT, &[], true, &mut h.out);
     assert_eq!(h.accepted(), vec![3]);
     // Another upstream feeds it too: it reports 5, more than we sent.
-    h.scheduler.report(2 * MS, NEXT, &[(flow(1), 5)], false, &mut h.out);
+    h.scheduler.handle_report(2 * MS, NEXT, &[(flow(1), 5)], false, &mut h.out);
     h.arrive(2 * MS, 4, 1);
-    h.scheduler.overheard(3 * MS, NEXT, flow(1), 1, &mut h.out);
+    h.scheduler.handle_overheard(3 * MS, NEXT, flow(1), 1, &mut h.out);
     assert!(h.take().is_empty(), "still 4 there");
     assert_eq!(h.scheduler.downstream_counters().corrections, 2);
 }
@@ -239,11 +239,11 @@ fn beacon_knowledge_counts_what_we_sent_since_the_report() {
     h.radio_sent(2 * MS, 1);
     h.arrive(2 * MS, 3, 1);
     assert_eq!(h.accepted(), vec![1, 2], "two sent since the last report");
-    h.scheduler.report(3 * MS, NEXT, &[(flow(1), 1)], true, &mut h.out);
+    h.scheduler.handle_report(3 * MS, NEXT, &[(flow(1), 1)], true, &mut h.out);
     assert_eq!(h.accepted(), vec![3]);
     // Overheard transmissions mean nothing to beacon knowledge.
     h.arrive(4 * MS, 4, 1);
-    h.scheduler.overheard(5 * MS, NEXT, flow(1), 7, &mut h.out);
+    h.scheduler.handle_overheard(5 * MS, NEXT, flow(1), 7, &mut h.out);
     assert!(h.take().is_empty());
     assert_eq!(h.scheduler.downstream_wanted(), vec![(NEXT, flow(1))]);
 }
@@ -251,16 +251,16 @@ fn beacon_knowledge_counts_what_we_sent_since_the_report() {
 #[test]
 fn packets_towards_a_vanished_neighbour_are_dropped_after_max_hold() {
     let mut h = Harness::new(Config { knowledge: Knowledge::Oracle, ..config(Mode::Backpressure { threshold: 1 }) });
-    h.scheduler.report(0, NEXT, &[(flow(1), 0)], true, &mut h.out);
+    h.scheduler.handle_report(0, NEXT, &[(flow(1), 0)], true, &mut h.out);
     h.arrive(0, 1, 1);
     h.radio_sent(MS, 1);
-    h.scheduler.report(MS, NEXT, &[(flow(1), 1)], true, &mut h.out);
+    h.scheduler.handle_report(MS, NEXT, &[(flow(1), 1)], true, &mut h.out);
     h.arrive(10 * MS, 2, 1);
     assert_eq!(h.accepted(), vec![1]);
-    assert_eq!(h.scheduler.next_deadline(), Some(2_010 * MS));
-    h.scheduler.poll(2_009 * MS, &mut h.out);
+    assert_eq!(h.scheduler.poll_timeout(), Some(2_010 * MS));
+    h.scheduler.handle_timeout(2_009 * MS, &mut h.out);
     assert!(h.take().is_empty());
-    h.scheduler.poll(2_010 * MS, &mut h.out);
+    h.scheduler.handle_timeout(2_010 * MS, &mut h.out);
     assert_eq!(h.take(), vec![(2, Verdict::Drop)]);
     let report = &h.scheduler.flow_reports(2_010 * MS)[0];
     assert_eq!((report.counters.dropped_age, report.queued, report.blocked), (1, 0, false));
@@ -275,19 +275,19 @@ fn idle_flows_are_forgotten_and_their_counters_stay_in_the_totals() {
     h.radio_sent(MS, 1);
     h.radio_sent(2 * MS, 1);
     assert_eq!(h.accepted(), vec![1, 2]);
-    h.scheduler.poll(50 * MS, &mut h.out); // looks for idle flows now, next at 150 ms
+    h.scheduler.handle_timeout(50 * MS, &mut h.out); // looks for idle flows now, next at 150 ms
     h.arrive(60 * MS, 3, 2);
     h.radio_sent(61 * MS, 1);
     assert_eq!(h.accepted(), vec![3]);
-    assert_eq!(h.scheduler.next_deadline(), Some(150 * MS));
-    h.scheduler.poll(150 * MS, &mut h.out);
+    assert_eq!(h.scheduler.poll_timeout(), Some(150 * MS));
+    h.scheduler.handle_timeout(150 * MS, &mut h.out);
     let left: Vec<FlowKey> = h.scheduler.flow_reports(150 * MS).iter().map(|r| r.flow).collect();
     assert_eq!(left, vec![flow(2)], "flow 2 was active 90 ms ago");
-    h.scheduler.poll(250 * MS, &mut h.out);
+    h.scheduler.handle_timeout(250 * MS, &mut h.out);
     assert!(h.scheduler.flow_reports(250 * MS).is_empty());
     assert_eq!(h.scheduler.totals().flows_expired, 2);
     assert_eq!(h.scheduler.totals().flows.released, 3);
-    assert_eq!(h.scheduler.next_deadline(), None);
+    assert_eq!(h.scheduler.poll_timeout(), None);
 }
 
 #[test]
@@ -381,16 +381,16 @@ proptest! {
                 Step::Arrive { from, forwards } => {
                     let arrival = Arrival { id: next_id, flow: flow(from), next_hop: NEXT, next_hop_forwards: forwards };
                     next_id += 1;
-                    h.scheduler.arrive(now, arrival, &mut h.out);
+                    h.scheduler.handle_arrival(now, arrival, &mut h.out);
                 }
                 Step::RadioSent(frames) => h.radio_sent(now, u64::from(frames)),
-                Step::Overheard(from) => h.scheduler.overheard(now, NEXT, flow(from), now ^ u64::from(from), &mut h.out),
+                Step::Overheard(from) => h.scheduler.handle_overheard(now, NEXT, flow(from), now ^ u64::from(from), &mut h.out),
                 Step::Report { from, length } => {
-                    h.scheduler.report(now, NEXT, &[(flow(from), u32::from(length))], false, &mut h.out)
+                    h.scheduler.handle_report(now, NEXT, &[(flow(from), u32::from(length))], false, &mut h.out)
                 }
                 Step::Advance(ms) => {
                     now += u64::from(ms) * MS;
-                    h.scheduler.poll(now, &mut h.out);
+                    h.scheduler.handle_timeout(now, &mut h.out);
                 }
             }
             record(&mut h)?;
@@ -398,7 +398,7 @@ proptest! {
             for report in h.scheduler.flow_reports(now) {
                 prop_assert!(report.queued as usize <= limit);
             }
-            if let Some(deadline) = h.scheduler.next_deadline() {
+            if let Some(deadline) = h.scheduler.poll_timeout() {
                 prop_assert!(deadline > now || h.scheduler.held() == 0 || deadline <= now + 1,
                              "a deadline in the past after poll");
             }

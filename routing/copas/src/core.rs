@@ -922,7 +922,6 @@ impl Protocol for Copas {
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output>) {
         match input {
             Input::Control { from, ttl, payload } => self.receive(now, from, ttl, payload, out),
-            Input::Tick => {}
             Input::NeighborHeard { neighbor } | Input::NeighborAcked { neighbor } => {
                 self.heard.insert(neighbor, now);
             }
@@ -943,7 +942,11 @@ impl Protocol for Copas {
         self.tick(now, out);
     }
 
-    fn poll_at(&self) -> Option<Duration> {
+    fn handle_timeout(&mut self, now: Duration, out: &mut Vec<Output>) {
+        self.tick(now, out);
+    }
+
+    fn poll_timeout(&self) -> Option<Duration> {
         let deadlines = [
             Some(self.contention.next_sample),
             self.delayed.iter().map(|d| d.0).min(),

@@ -177,7 +177,7 @@ impl Platform {
         loop {
             let now = self.now();
             self.track_routes(&mut schedule, now);
-            let protocol_due = protocol.poll_at().is_some_and(|t| t <= now);
+            let protocol_due = protocol.poll_timeout().is_some_and(|t| t <= now);
             if schedule.route_use_due(now, protocol_due) {
                 schedule.route_use_read(now);
                 let (used, hops) = self.route_use();
@@ -197,8 +197,8 @@ impl Platform {
                     protocol.handle(now, input, &mut out);
                 }
             }
-            if protocol.poll_at().is_some_and(|t| t <= now) {
-                protocol.handle(now, Input::Tick, &mut out);
+            if protocol.poll_timeout().is_some_and(|t| t <= now) {
+                protocol.handle_timeout(now, &mut out);
             }
             self.carry_out(protocol, &mut out);
             self.track_routes(&mut schedule, now);
@@ -208,7 +208,7 @@ impl Platform {
                 status.wrote(now, current);
             }
 
-            let timeout = match schedule.wake_at(protocol.poll_at(), status.due()) {
+            let timeout = match schedule.wake_at(protocol.poll_timeout(), status.due()) {
                 Some(wake) => PollTimeout::from(wake.saturating_sub(self.now()).as_micros().div_ceil(1000).min(60_000) as u16),
                 None => PollTimeout::NONE,
             };

@@ -6,14 +6,16 @@
 //!
 //! A protocol core is sans-IO, in the manner of quinn-proto: it owns no
 //! socket, reads no clock and spawns nothing. The daemon feeds it and
-//! carries out what it answers:
+//! carries out what it answers, in the vocabulary of every sans-IO core of
+//! the project (the top README, "Sans-IO cores: one contract"):
 //!
 //! - [`Protocol::handle`] feeds one [`Input`] (a control packet, a packet
-//!   without a route, route use, link-layer news, or a timer tick) at time
-//!   `now`; the core appends the [`Output`]s it wants carried out, in order,
-//!   to a vector the daemon drains (packets to send, kernel routes to set or
-//!   delete, held packets to release or drop, and the protocol's own events);
-//! - [`Protocol::poll_at`] says when the core next needs an [`Input::Tick`];
+//!   without a route, route use, or link-layer news) at time `now`; the core
+//!   appends the [`Output`]s it wants carried out, in order, to a vector the
+//!   daemon drains (packets to send, kernel routes to set or delete, held
+//!   packets to release or drop, and the protocol's own events);
+//! - [`Protocol::poll_timeout`] says when [`Protocol::handle_timeout`] next
+//!   has timers to run;
 //! - time is one type throughout: a [`Duration`](std::time::Duration) since
 //!   the daemon started, given with every input.
 //!

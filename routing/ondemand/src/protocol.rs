@@ -21,8 +21,6 @@ pub enum Input<'a> {
     /// A control packet from a neighbour: its IP source, the IP TTL it
     /// arrived with, the UDP payload.
     Control { from: Ipv4Addr, ttl: u8, payload: &'a [u8] },
-    /// Timers may be due: process everything due at `now`.
-    Tick,
     /// A packet to `dst` found no route. `local`: this node sent it and it
     /// is held until the core says [`Output::Release`] or [`Output::Drop`];
     /// otherwise it was being forwarded and is dropped already.
@@ -131,11 +129,15 @@ pub trait Protocol {
     /// The protocol's events: each serialises to a JSON object tagged by
     /// its `event` field (`#[serde(tag = "event")]`), a line of the event file.
     type Event: Serialize + Debug;
-    /// Process one input at `now`; outputs are appended to `out` in the
-    /// order they must be carried out.
+    /// Process one input at `now`, then the timers due by then; outputs are
+    /// appended to `out` in the order they must be carried out.
     fn handle(&mut self, now: Duration, input: Input<'_>, out: &mut Vec<Output<Self::Event>>);
-    /// When the core next needs an [`Input::Tick`] (None: no timer pending).
-    fn poll_at(&self) -> Option<Duration>;
+    /// Run the timers due at or before `now` (none: nothing happens), with
+    /// outputs as [`handle`](Self::handle)'s.
+    fn handle_timeout(&mut self, now: Duration, out: &mut Vec<Output<Self::Event>>);
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do
+    /// (None: no timer pending).
+    fn poll_timeout(&self) -> Option<Duration>;
     /// The last data packet to `dst` that left this node had travelled
     /// `hops` hops from its source, read from its IP TTL (the daemon reports
     /// it with route use). A node's own packets read as 1, like its first

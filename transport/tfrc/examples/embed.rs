@@ -36,7 +36,7 @@ fn receive(socket: Endpoint) -> std::io::Result<()> {
                     header,
                     payload_len,
                 }) => {
-                    receiver.on_data(start.elapsed(), &header, payload_len, datagram.ttl);
+                    receiver.handle_data(start.elapsed(), &header, payload_len, datagram.ttl);
                     sender_addr = Some(datagram.from);
                 }
                 Ok(Packet::Fin(_)) => {
@@ -83,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     while start.elapsed() < RUN {
         while let Some(received) = socket.recv(&mut buf)? {
             if let Ok(Packet::Feedback(feedback)) = packet::parse(&buf[..received.len]) {
-                if let Err(refused) = sender.on_feedback(start.elapsed(), &feedback) {
+                if let Err(refused) = sender.handle_feedback(start.elapsed(), &feedback) {
                     eprintln!("ignored feedback: {refused}");
                 }
             }

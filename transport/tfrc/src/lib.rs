@@ -54,10 +54,10 @@
 //!     for (_, bytes, to_receiver) in in_flight.iter().filter(|(at, ..)| *at <= now) {
 //!         match (packet::parse(bytes), to_receiver) {
 //!             (Ok(Packet::Data { header, payload_len }), true) => {
-//!                 receiver.on_data(now, &header, payload_len, None);
+//!                 receiver.handle_data(now, &header, payload_len, None);
 //!             }
 //!             (Ok(Packet::Feedback(feedback)), false) => {
-//!                 sender.on_feedback(now, &feedback).expect("our own feedback is valid");
+//!                 sender.handle_feedback(now, &feedback).expect("our own feedback is valid");
 //!             }
 //!             _ => unreachable!(),
 //!         }

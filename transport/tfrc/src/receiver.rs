@@ -1,6 +1,6 @@
 //! The TFRC receiver (RFC 5348 §6), sans-IO.
 //!
-//! Feed it every data packet with [`Receiver::on_data`]; ask
+//! Feed it every data packet with [`Receiver::handle_data`]; ask
 //! [`Receiver::poll_feedback`] whether a feedback packet is due (at once after
 //! the first packet and after a new loss event, otherwise once per RTT while
 //! data arrives); wake up at [`Receiver::poll_timeout`] at the latest.
@@ -160,7 +160,7 @@ impl Receiver {
 
     /// A data packet arrived at `now`. `payload_len` counts the bytes after
     /// the header; `ttl` is the packet's IP TTL when the socket reports it.
-    pub fn on_data(
+    pub fn handle_data(
         &mut self,
         now: Duration,
         header: &DataHeader,
@@ -390,7 +390,7 @@ mod tests {
     ) {
         for seq in seqs {
             let sent = gap * seq as u32;
-            rx.on_data(
+            rx.handle_data(
                 sent + delay,
                 &data(seq, sent, rtt),
                 1000 - DATA_HEADER_LEN,
@@ -403,7 +403,7 @@ mod tests {
     fn first_packet_gets_immediate_feedback() {
         let mut rx = Receiver::new(SESSION, ReceiverConfig::default());
         assert_eq!(rx.poll_feedback(ms(0)), None);
-        rx.on_data(ms(5), &data(0, ms(0), Duration::ZERO), 100, Some(64));
+        rx.handle_data(ms(5), &data(0, ms(0), Duration::ZERO), 100, Some(64));
         let fb = rx
             .poll_feedback(ms(6))
             .expect("feedback after the first packet");
@@ -423,7 +423,7 @@ mod tests {
         let mut sent = 0;
         for seq in 0..100u64 {
             let now = ms(10 * seq + 20);
-            rx.on_data(
+            rx.handle_data(
                 now,
                 &data(seq, ms(10 * seq), rtt),
                 1000 - DATA_HEADER_LEN,
@@ -519,11 +519,11 @@ mod tests {
             ..data(3, ms(3), ms(10))
         };
         assert_eq!(
-            rx.on_data(ms(4), &other, 10, None),
+            rx.handle_data(ms(4), &other, 10, None),
             DataOutcome::OtherSession
         );
         let far = data(5 + MAX_SEQ_JUMP, ms(3), ms(10));
-        assert_eq!(rx.on_data(ms(4), &far, 10, None), DataOutcome::Implausible);
+        assert_eq!(rx.handle_data(ms(4), &far, 10, None), DataOutcome::Implausible);
         assert_eq!(rx.stats().packets, 3);
         assert_eq!(rx.stats().lost_packets, 0);
     }
@@ -536,7 +536,7 @@ mod tests {
         for seq in 0..200u64 {
             let sent = ms(10 * seq);
             let transit = if seq % 2 == 0 { ms(10) } else { ms(12) };
-            rx.on_data(sent + transit, &data(seq, sent, ms(30)), 100, None);
+            rx.handle_data(sent + transit, &data(seq, sent, ms(30)), 100, None);
         }
         let j = rx.jitter().as_secs_f64() * 1e3;
         assert!((j - 2.0).abs() < 0.01, "jitter {j} ms");

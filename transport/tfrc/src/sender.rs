@@ -4,7 +4,7 @@
 //! go now; the answer is a header to send or the time to ask again. An
 //! application that has data keeps asking until it is told to wait — that is
 //! how the sender knows it is not data-limited. Feedback goes to
-//! [`Sender::on_feedback`]; the no-feedback timer fires through
+//! [`Sender::handle_feedback`]; the no-feedback timer fires through
 //! [`Sender::handle_timeout`] at [`Sender::poll_timeout`]. Times are
 //! [`Duration`]s since any origin the caller picks; the data header carries
 //! them as µs, so the receiver's echo comes back on the same clock.
@@ -370,7 +370,7 @@ impl Sender {
     }
 
     /// A feedback packet arrived at `now` (RFC 5348 §4.3, then RE-TFRC).
-    pub fn on_feedback(
+    pub fn handle_feedback(
         &mut self,
         now: Duration,
         fb: &Feedback,
@@ -595,7 +595,7 @@ mod tests {
         let first = drain(&mut tx, ms(0))[0];
         // Back after 100 ms, 2 ms of which at the receiver: R = 98 ms.
         let report = tx
-            .on_feedback(ms(100), &feedback(&first, ms(2), 0.0, 0.0))
+            .handle_feedback(ms(100), &feedback(&first, ms(2), 0.0, 0.0))
             .unwrap();
         assert!(rel(report.rtt, 0.098) < 1e-9);
         // W_init = min(4s, max(2s, 4380)) = 4000 B → X = 4000 B / 98 ms.
@@ -614,7 +614,7 @@ mod tests {
         let mut tx = sender(ms(0));
         let mut last = drain(&mut tx, ms(0))[0];
         let mut now = ms(100);
-        tx.on_feedback(now, &feedback(&last, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(now, &feedback(&last, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         let initial = tx.allowed_rate();
         assert!(
@@ -628,7 +628,7 @@ mod tests {
             last = *drain(&mut tx, now).last().unwrap();
             let x_recv = tx.allowed_rate();
             now += ms(100);
-            tx.on_feedback(now, &feedback(&last, Duration::ZERO, x_recv, 0.0))
+            tx.handle_feedback(now, &feedback(&last, Duration::ZERO, x_recv, 0.0))
                 .unwrap();
             rates.push(tx.allowed_rate());
         }
@@ -639,7 +639,7 @@ mod tests {
         let x = tx.allowed_rate();
         last = *drain(&mut tx, now).last().unwrap();
         now += ms(30);
-        tx.on_feedback(now, &feedback(&last, Duration::ZERO, x, 0.0))
+        tx.handle_feedback(now, &feedback(&last, Duration::ZERO, x, 0.0))
             .unwrap();
         assert_eq!(tx.allowed_rate(), x);
         // A receive rate that lags limits X to twice the receive rate once
@@ -648,7 +648,7 @@ mod tests {
         for _ in 0..4 {
             last = *drain(&mut tx, now).last().unwrap();
             now += ms(100);
-            tx.on_feedback(now, &feedback(&last, Duration::ZERO, 10_000.0, 0.0))
+            tx.handle_feedback(now, &feedback(&last, Duration::ZERO, 10_000.0, 0.0))
                 .unwrap();
         }
         let rtt = tx.rtt().unwrap().as_secs_f64();
@@ -664,12 +664,12 @@ mod tests {
     fn loss_switches_to_the_equation() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         let now = ms(200);
         let last = *drain(&mut tx, now).last().unwrap();
         let report = tx
-            .on_feedback(now, &feedback(&last, Duration::ZERO, 1e9, 0.01))
+            .handle_feedback(now, &feedback(&last, Duration::ZERO, 1e9, 0.01))
             .unwrap();
         assert!(!report.slow_start);
         // R = 0.9*100 + 0.1*(200 - sent time of last) ms.
@@ -680,7 +680,7 @@ mod tests {
         // Limited by twice the receive rate when that is lower.
         let now = ms(300);
         let last = *drain(&mut tx, now).last().unwrap();
-        tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01))
+        tx.handle_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01))
             .unwrap();
         // The X_recv_set still holds 1e9 from 100 ms ago (within 2 RTTs).
         assert!(tx.allowed_rate() > 2000.0);
@@ -689,7 +689,7 @@ mod tests {
             let now = ms(400 + 100 * i);
             // At 2000 B/s, a packet leaves only every 500 ms.
             last = drain(&mut tx, now).pop().unwrap_or(last);
-            tx.on_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01))
+            tx.handle_feedback(now, &feedback(&last, Duration::ZERO, 1000.0, 0.01))
                 .unwrap();
         }
         assert!(
@@ -709,7 +709,7 @@ mod tests {
         };
         let mut tx = Sender::new(config, ms(0)).unwrap();
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         assert!(tx.allowed_rate() > 10_000.0);
         assert_eq!(tx.sending_rate(), 10_000.0);
@@ -733,7 +733,7 @@ mod tests {
         };
         let mut tx = Sender::new(config, ms(0)).unwrap();
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(
+        tx.handle_feedback(
             Duration::from_micros(100),
             &feedback(&first, Duration::ZERO, 0.0, 0.0),
         )
@@ -755,7 +755,7 @@ mod tests {
         };
         let mut tx = Sender::new(config, ms(0)).unwrap();
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(1), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(1), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         let mut now = ms(1);
         let mut sent = 0;
@@ -763,7 +763,7 @@ mod tests {
             match tx.poll_transmit(now) {
                 Transmit::Send(h) => {
                     sent += 1;
-                    tx.on_feedback(now, &feedback(&h, Duration::ZERO, 100_000.0, 0.0))
+                    tx.handle_feedback(now, &feedback(&h, Duration::ZERO, 100_000.0, 0.0))
                         .unwrap();
                 }
                 Transmit::Wait(at) => now = at + Duration::from_micros(500),
@@ -791,7 +791,7 @@ mod tests {
     fn nofeedback_in_slow_start_halves_the_rate() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         let x = tx.allowed_rate();
         // RTO = max(4R, 2s/X) = 400 ms.
@@ -805,12 +805,12 @@ mod tests {
     fn nofeedback_after_loss_halves_the_equation_rate() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         let last = *drain(&mut tx, ms(200)).last().unwrap();
         // A receive rate far above the equation: X = X_Bps.
         let report = tx
-            .on_feedback(ms(200), &feedback(&last, Duration::ZERO, 1e9, 0.05))
+            .handle_feedback(ms(200), &feedback(&last, Duration::ZERO, 1e9, 0.05))
             .unwrap();
         let x_bps = report.x_bps;
         assert!(rel(tx.allowed_rate(), x_bps) < 1e-12);
@@ -835,7 +835,7 @@ mod tests {
     fn idle_sender_keeps_a_low_rate_on_nofeedback() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         // X = initial rate < 2 * recover rate and nothing sent since: kept.
         let x = tx.allowed_rate();
@@ -879,22 +879,22 @@ mod tests {
             ),
         ];
         for (fb, what) in cases {
-            assert!(tx.on_feedback(ms(100), &fb).is_err(), "{what}");
+            assert!(tx.handle_feedback(ms(100), &fb).is_err(), "{what}");
         }
         assert_eq!(tx.rtt(), None);
         assert_eq!(tx.stats().feedback, 0);
-        tx.on_feedback(ms(100), &good).unwrap();
+        tx.handle_feedback(ms(100), &good).unwrap();
         let second = drain(&mut tx, ms(200)).pop().unwrap();
-        tx.on_feedback(ms(300), &feedback(&second, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(300), &feedback(&second, Duration::ZERO, 0.0, 0.0))
             .unwrap();
-        assert_eq!(tx.on_feedback(ms(310), &good), Err(FeedbackError::Stale));
+        assert_eq!(tx.handle_feedback(ms(310), &good), Err(FeedbackError::Stale));
     }
 
     #[test]
     fn data_limited_sender_is_limited_by_what_it_sent() {
         let mut tx = sender(ms(0));
         let first = drain(&mut tx, ms(0))[0];
-        tx.on_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
+        tx.handle_feedback(ms(100), &feedback(&first, Duration::ZERO, 0.0, 0.0))
             .unwrap();
         // The application sends one packet per RTT and is never told to wait.
         let mut now = ms(100);
@@ -905,7 +905,7 @@ mod tests {
             };
             now += ms(100);
             report = Some(
-                tx.on_feedback(now, &feedback(&h, Duration::ZERO, 10_000.0, 0.0))
+                tx.handle_feedback(now, &feedback(&h, Duration::ZERO, 10_000.0, 0.0))
                     .unwrap(),
             );
         }

@@ -119,11 +119,11 @@ fn run(path: Path, re: Option<ReConfig>, duration: Duration, warm_up: Duration) 
                     if now >= warm_up {
                         delivered_after_warm_up += 1;
                     }
-                    rx.on_data(now, &header, PACKET - DATA_HEADER_LEN, None);
+                    rx.handle_data(now, &header, PACKET - DATA_HEADER_LEN, None);
                 }
                 Event::Feedback(fb) => {
                     let report = tx
-                        .on_feedback(now, &fb)
+                        .handle_feedback(now, &fb)
                         .expect("simulated feedback is valid");
                     if now >= warm_up {
                         rtts.push(report.rtt_sample);

@@ -97,7 +97,7 @@ impl<T: Port> EventLoop<T> {
 
         let mut events = vec![EpollEvent::empty(); 64 + self.nodes.len()];
         loop {
-            self.timer.arm(&self.clock, self.medium.next_event_time())?;
+            self.timer.arm(&self.clock, self.medium.poll_timeout())?;
             // Clients with requests still queued are served on the next turn, after the model.
             let wait = if self.control.has_requests() { EpollTimeout::ZERO } else { EpollTimeout::NONE };
             let count = match self.epoll.wait(&mut events, wait) {
@@ -109,7 +109,7 @@ impl<T: Port> EventLoop<T> {
             if let Some(deadline) = self.timer.armed().filter(|&deadline| deadline <= woke) {
                 self.lateness.timer_wakeup.record(woke - deadline);
             }
-            let now = self.timer.spin_until_due(&self.clock, self.medium.next_event_time(), woke);
+            let now = self.timer.spin_until_due(&self.clock, self.medium.poll_timeout(), woke);
             self.advance(now);
             for event in &events[..count] {
                 match event.data() {
@@ -153,7 +153,7 @@ impl<T: Port> EventLoop<T> {
     }
 
     fn advance(&mut self, now: Time) {
-        self.medium.advance(now, &mut self.actions);
+        self.medium.handle_timeout(now, &mut self.actions);
         self.carry_out_actions();
     }
 

@@ -267,7 +267,7 @@ impl<P: Clone> Medium<P> {
     /// their size. `frame.len` still counts in `tx_bytes`/`rx_bytes`; the RTS
     /// threshold and the retry limit that applies compare against `mpdu_bytes`.
     pub fn send_mpdu(&mut self, now: Time, src: NodeId, mut frame: Frame<P>, mpdu_bytes: u32, out: &mut Vec<Action<P>>) {
-        self.advance(now, out);
+        self.handle_timeout(now, out);
         if let Dest::Node(d) = frame.dst {
             if d == src || d >= self.nodes.len() {
                 frame.dst = Dest::Unknown;
@@ -303,14 +303,15 @@ impl<P: Clone> Medium<P> {
         out.push(Action::TxDone { time: self.now, node: src, payload: frame.payload, outcome: TxOutcome::QueueDrop });
     }
 
-    /// Time of the next event, if any.
-    pub fn next_event_time(&self) -> Option<Time> {
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to
+    /// do: the time of the next event, if any.
+    pub fn poll_timeout(&self) -> Option<Time> {
         self.timeline.next_time()
     }
 
     /// Runs every event due at or before `until`, in time order, pushing
     /// actions; the medium's time is then `until` (or later, if it was).
-    pub fn advance(&mut self, until: Time, out: &mut Vec<Action<P>>) {
+    pub fn handle_timeout(&mut self, until: Time, out: &mut Vec<Action<P>>) {
         while let Some((time, event)) = self.timeline.pop_due(until) {
             self.now = time;
             self.handle(event, until, out);
@@ -390,7 +391,7 @@ impl<P: Clone> Medium<P> {
     /// counts in `link_drops`. What a routing daemon asks when it gives up a
     /// neighbour (ns-2 AODV's `ifqueue->filter`); returns how many left.
     pub fn flush_queue(&mut self, now: Time, node: NodeId, receiver: NodeId, out: &mut Vec<Action<P>>) -> u64 {
-        self.advance(now, out);
+        self.handle_timeout(now, out);
         let before = self.stats.node(node).link_drops;
         self.flush_queue_to(node, Dest::Node(receiver), out);
         self.stats.node(node).link_drops - before

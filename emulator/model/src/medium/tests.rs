@@ -88,7 +88,7 @@ fn frame_to_medium_idle_for_difs_is_sent_at_once_then_post_backoff_drawn() {
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
     m.send(MS, 0, unicast(1, 7), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let t = m.nodes[0].radio.timings;
     let ack_at = MS + data_airtime(&r) + delay(100.0) + t.sifs;
     assert_eq!(air(&out), vec![(MS, 0, FrameKind::Data), (ack_at, 1, FrameKind::Ack)]);
@@ -106,7 +106,7 @@ fn frame_arriving_before_difs_elapsed_backs_off_in_whole_slots_after_difs() {
     let mut out = Vec::new();
     // The medium counts as idle from time 0: DIFS ends at 50 µs.
     m.send(10 * US, 0, broadcast(1), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let (t0, _, _) = air(&out)[0];
     let difs = m.nodes[0].radio.timings.difs;
     assert!(t0 >= difs && (t0 - difs).is_multiple_of(r.slot_ns), "sent at {t0}");
@@ -127,7 +127,7 @@ fn backoff_run(seed: u64, other_at: Option<Time>) -> (Time, Time, NodeCounters) 
     if let Some(at) = other_at {
         m.send(at, 1, broadcast(2), &mut out);
     }
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let sent = air(&out).into_iter().find(|a| a.1 == 0).expect("node 0 sent").0;
     let other_end = other_at.map_or(0, |at| at + broadcast_airtime(&r) + delay(100.0));
     (sent, other_end, *m.stats(0))
@@ -159,7 +159,7 @@ fn undecodable_reception_makes_the_next_access_wait_eifs() {
         m.send(MS, 0, broadcast(1), &mut out);
         // Node 2's frame arrives while node 0's is on the air: it backs off.
         m.send(2 * MS, 2, broadcast(2), &mut out);
-        m.advance(100 * MS, &mut out);
+        m.handle_timeout(100 * MS, &mut out);
         let sent = air(&out).into_iter().find(|a| a.1 == 2).expect("node 2 sent").0;
         (sent - (MS + broadcast_airtime(&r) + delay(x2)), *m.stats(2))
     };
@@ -180,7 +180,7 @@ fn rts_cts_exchange_has_standard_timing_and_durations() {
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
     m.send(MS, 0, unicast(1, 1), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let t = MacTimings::new(&r);
     let d = delay(100.0);
     let frames: Vec<_> = out.iter().filter_map(|a| if let Action::Air { time, frame, .. } = a { Some((*time, frame.kind, frame.duration_us)) } else { None }).collect();
@@ -210,7 +210,7 @@ fn cts_sets_nav_of_a_node_hidden_from_the_sender() {
     m.send(MS, 0, unicast(1, 1), &mut out);
     // Node 2 wants to send while node 0's DATA is on the air.
     m.send(3 * MS, 2, broadcast(2), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let frames = air(&out);
     let ack_end = frames.iter().find(|f| f.2 == FrameKind::Ack).map(|f| f.0).unwrap() + MacTimings::new(&r).ack;
     let n2_at = frames.iter().find(|f| f.1 == 2).unwrap().0;
@@ -226,8 +226,8 @@ fn unacknowledged_frame_doubles_cw_and_drops_after_short_retry_limit() {
     let mut out = Vec::new();
     m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, priority: false, payload: 9 }, &mut out);
     let mut cws = Vec::new();
-    while let Some(t) = m.next_event_time() {
-        m.advance(t, &mut out);
+    while let Some(t) = m.poll_timeout() {
+        m.handle_timeout(t, &mut out);
         if cws.last() != Some(&m.nodes[0].dcf.cw) {
             cws.push(m.nodes[0].dcf.cw);
         }
@@ -247,7 +247,7 @@ fn rts_without_cts_is_retried_up_to_short_retry_limit() {
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
     m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, priority: false, payload: 9 }, &mut out);
-    m.advance(10_000 * MS, &mut out);
+    m.handle_timeout(10_000 * MS, &mut out);
     assert_eq!(outcomes(&out), vec![(0, 9, TxOutcome::RetryDrop { rts_attempts: 3, data_attempts: 0 })]);
     assert_eq!(m.stats(0).cts_timeouts, 3);
     // The timeout: SIFS + slot + PHY-RX-START after the RTS, then DIFS + backoff.
@@ -269,7 +269,7 @@ fn duplicate_after_lost_ack_is_acked_but_not_delivered_again() {
     let mut m = medium(cfg);
     let mut out = Vec::new();
     m.send(MS, 0, unicast(1, 5), &mut out);
-    m.advance(10_000 * MS, &mut out);
+    m.handle_timeout(10_000 * MS, &mut out);
     assert_eq!(delivered(&out).len(), 1);
     let s1 = m.stats(1);
     assert_eq!((s1.rx_frames, s1.rx_duplicates, s1.acks_sent), (1, 6, 7));
@@ -283,7 +283,7 @@ fn broadcast_goes_once_at_basic_rate_to_everyone_in_range() {
     let mut m = medium(config(&[0.0, 100.0, 200.0, 300.0], &r));
     let mut out = Vec::new();
     m.send(MS, 0, broadcast(3), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let frames: Vec<_> = out.iter().filter_map(|a| if let Action::Air { frame, .. } = a { Some((frame.kind, frame.rate_bps)) } else { None }).collect();
     assert_eq!(frames, vec![(FrameKind::Data, r.basic_rate_bps)]);
     let rx: Vec<NodeId> = delivered(&out).iter().map(|d| d.1).collect();
@@ -300,7 +300,7 @@ fn overlap(first_x: f64, second_x: f64, capture_restart: bool) -> Vec<u32> {
     let mut out = Vec::new();
     m.send(MS, 1, broadcast(1), &mut out);
     m.send(MS + 500 * US, 2, broadcast(2), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     delivered(&out).iter().filter(|d| d.1 == 0).map(|d| d.2).collect()
 }
 
@@ -338,11 +338,11 @@ fn interface_queue_drops_tail_and_puts_priority_frames_first() {
     }
     assert_eq!(outcomes(&out), vec![(0, 5, TxOutcome::QueueDrop)]);
     out.clear();
-    m.advance(MS + 10 * MS, &mut out);
+    m.handle_timeout(MS + 10 * MS, &mut out);
     // Frame 1 acknowledged and frame 2 in service: the priority frame
     // jumps ahead of the queued 3 and 4.
     m.send(MS + 10 * MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 6 }, &mut out);
-    m.advance(1000 * MS, &mut out);
+    m.handle_timeout(1000 * MS, &mut out);
     let order: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
     assert_eq!(order, vec![1, 2, 6, 3, 4]);
     assert_eq!(m.stats(0).queue_drops, 1);
@@ -367,7 +367,7 @@ fn priority_frame_finding_the_queue_full_pushes_the_last_frame_out() {
     // Now the queue holds priority frames only: the next one is refused.
     m.send(MS, 0, prio(8), &mut out);
     assert_eq!(outcomes(&out), vec![(0, 4, TxOutcome::QueueDrop), (0, 3, TxOutcome::QueueDrop), (0, 2, TxOutcome::QueueDrop), (0, 8, TxOutcome::QueueDrop)]);
-    m.advance(1000 * MS, &mut out);
+    m.handle_timeout(1000 * MS, &mut out);
     let order: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
     assert_eq!(order, vec![1, 5, 6, 7]);
     assert_eq!(m.stats(0).queue_drops, 4);
@@ -381,7 +381,7 @@ fn promiscuous_node_overhears_unicast_data_for_others() {
     let mut m = medium(cfg);
     let mut out = Vec::new();
     m.send(MS, 0, unicast(1, 4), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let d = delivered(&out);
     assert_eq!(d.iter().map(|x| (x.1, x.3)).collect::<Vec<_>>(), vec![(1, false), (2, true)]);
     assert_eq!(m.stats(2).overheard_frames, 1);
@@ -397,7 +397,7 @@ fn bit_errors_lose_frames_at_the_packet_error_rate() {
     for i in 0..n {
         m.send(i as Time * 20 * MS, 0, broadcast(i), &mut out);
     }
-    m.advance(n as Time * 20 * MS + MS, &mut out);
+    m.handle_timeout(n as Time * 20 * MS + MS, &mut out);
     let got = delivered(&out).len() as f64 / n as f64;
     let expected = (1.0 - 1e-4f64).powf(8.0 * data_mpdu_bytes(1460) as f64);
     assert!((got - expected).abs() < 0.03, "delivered {got}, expected {expected}");
@@ -410,10 +410,10 @@ fn teleported_node_out_of_range_stops_receiving() {
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
     m.send(MS, 0, broadcast(1), &mut out);
-    m.advance(20 * MS, &mut out);
+    m.handle_timeout(20 * MS, &mut out);
     m.set_position(20 * MS, 1, [1000.0, 0.0, 0.0]);
     m.send(20 * MS, 0, broadcast(2), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     assert_eq!(delivered(&out).iter().map(|d| d.2).collect::<Vec<_>>(), vec![1]);
     assert_eq!(m.position(1, 30 * MS), [1000.0, 0.0, 0.0]);
 }
@@ -444,7 +444,7 @@ fn tdma_nodes_send_only_at_the_start_of_their_own_slots() {
     m.send(US, 2, unicast(0, 1), &mut out);
     m.send(US, 1, unicast(0, 2), &mut out);
     m.send(US, 1, unicast(0, 3), &mut out);
-    m.advance(10 * slot, &mut out);
+    m.handle_timeout(10 * slot, &mut out);
     let data: Vec<(Time, NodeId)> = air(&out).into_iter().filter(|f| f.2 == FrameKind::Data).map(|f| (f.0, f.1)).collect();
     // Node 1 owns slots 1, 4, 7...; node 2 owns 2, 5, 8...
     assert_eq!(data, vec![(slot, 1), (2 * slot, 2), (4 * slot, 1)]);
@@ -464,7 +464,7 @@ fn same_seed_gives_identical_actions_and_other_seed_differs() {
                 m.send(i * MS, src, unicast(0, i as u32), &mut out);
             }
         }
-        m.advance(2000 * MS, &mut out);
+        m.handle_timeout(2000 * MS, &mut out);
         out
     };
     assert_eq!(run(1), run(1));
@@ -476,7 +476,7 @@ fn stats_of_changed_nodes_are_reported_once() {
     let mut m = medium(config(&[0.0, 100.0, 5000.0], &wavelan()));
     let mut out = Vec::new();
     m.send(MS, 0, broadcast(1), &mut out);
-    m.advance(100 * MS, &mut out);
+    m.handle_timeout(100 * MS, &mut out);
     let mut touched = Vec::new();
     m.take_touched(&mut touched);
     touched.sort();
@@ -503,7 +503,7 @@ fn moving_node_is_heard_until_it_leaves_receive_range() {
     for s in 0..30 {
         m.send(s * 1000 * MS + 100 * MS, 0, broadcast(s as u32), &mut out);
     }
-    m.advance(31_000 * MS, &mut out);
+    m.handle_timeout(31_000 * MS, &mut out);
     let got: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
     assert_eq!(got, (0..15).collect::<Vec<u32>>());
     assert_eq!(m.position(1, 20_000 * MS), [300.0, 0.0, 0.0]);
@@ -519,9 +519,9 @@ fn an_explicit_mpdu_size_decides_airtime_and_rts_but_len_still_counts_bytes() {
     let mut out = Vec::new();
     let frame = |id| Frame { dst: Dest::Node(1), len: 0, priority: false, payload: id };
     m.send_mpdu(MS, 0, frame(1), 30, &mut out);
-    m.advance(50 * MS, &mut out);
+    m.handle_timeout(50 * MS, &mut out);
     m.send_mpdu(60 * MS, 0, frame(2), 120, &mut out);
-    m.advance(200 * MS, &mut out);
+    m.handle_timeout(200 * MS, &mut out);
     let sent: Vec<(FrameKind, u32, Time)> = out
         .iter()
         .filter_map(|a| match a {
@@ -544,7 +544,7 @@ fn an_explicit_mpdu_size_decides_airtime_and_rts_but_len_still_counts_bytes() {
     let mut m2 = medium(config(&[0.0, 100.0], &no_rts()));
     let mut out2 = Vec::new();
     m2.send(MS, 0, unicast(1, 3), &mut out2);
-    m2.advance(50 * MS, &mut out2);
+    m2.handle_timeout(50 * MS, &mut out2);
     assert!(out2.iter().any(|a| matches!(a, Action::Air { frame, .. } if frame.kind == FrameKind::Data && frame.bytes == data_mpdu_bytes(1460))));
 }
 
@@ -573,7 +573,7 @@ fn eifs_nav_a_captured_weaker_frame_sets_the_nav_and_withholds_the_cts() {
         let mut out = Vec::new();
         m.send(MS, 0, unicast(1, 1), &mut out);
         m.send(MS + 100 * US, 2, broadcast(2), &mut out);
-        m.advance(200 * MS, &mut out);
+        m.handle_timeout(200 * MS, &mut out);
         (out, m)
     };
     let t = MacTimings::new(&wavelan());
@@ -601,7 +601,7 @@ fn eifs_nav_a_failed_reception_waits_eifs_then_difs() {
         let mut out = Vec::new();
         m.send(MS, 0, broadcast(1), &mut out);
         m.send(2 * MS, 2, broadcast(2), &mut out);
-        m.advance(100 * MS, &mut out);
+        m.handle_timeout(100 * MS, &mut out);
         air(&out).into_iter().find(|a| a.1 == 2).expect("node 2 sent").0 - (MS + broadcast_airtime(&r) + delay(x2))
     };
     let t = MacTimings::new(&r);
@@ -624,7 +624,7 @@ fn receive_during_tx_a_frame_arriving_while_sending_deafens_the_receiver() {
         m.send(MS, 1, Frame { dst: Dest::Broadcast, len: 40, priority: false, payload: 1 }, &mut out);
         m.send(MS, 2, broadcast(2), &mut out);
         m.send(MS + 10 * US, 0, unicast(1, 3), &mut out);
-        m.advance(300 * MS, &mut out);
+        m.handle_timeout(300 * MS, &mut out);
         *m.stats(0)
     };
     let standard = run(false);
@@ -646,7 +646,7 @@ fn responses_need_idle_no_cts_while_a_frame_arrives_in_the_sifs() {
         m.send(MS, 0, unicast(1, 1), &mut out);
         let rts_end_at_1 = MS + t.rts + delay(200.0);
         m.send(rts_end_at_1 + 2 * US - delay(450.0), 2, broadcast(2), &mut out);
-        m.advance(200 * MS, &mut out);
+        m.handle_timeout(200 * MS, &mut out);
         (cts_times(&out), rts_end_at_1 + t.sifs)
     };
     let (cts, due) = run(false);
@@ -668,7 +668,7 @@ fn retry_drop_flush_takes_the_queued_frames_to_the_same_receiver() {
         m.send(MS, 0, unicast(2, 3), &mut out);
         m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 4 }, &mut out);
         m.send(MS, 0, unicast(1, 5), &mut out);
-        m.advance(10_000 * MS, &mut out);
+        m.handle_timeout(10_000 * MS, &mut out);
         let mut o: Vec<(u32, TxOutcome)> = outcomes(&out).into_iter().map(|(_, id, oc)| (id, oc)).collect();
         o.sort_by_key(|x| x.0);
         (o, m.stats(0).link_drops, m.stats(0).retry_drops)
@@ -696,7 +696,7 @@ fn a_requested_flush_takes_only_the_queued_frames_to_that_receiver() {
     }
     assert_eq!(m.flush_queue(2 * MS, 0, 1, &mut out), 2);
     assert_eq!(m.flush_queue(2 * MS, 0, 1, &mut out), 0);
-    m.advance(10_000 * MS, &mut out);
+    m.handle_timeout(10_000 * MS, &mut out);
     let mut o: Vec<(u32, TxOutcome)> = outcomes(&out).into_iter().map(|(_, id, oc)| (id, oc)).collect();
     o.sort_by_key(|x| x.0);
     let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
@@ -715,7 +715,7 @@ fn retry_drop_flush_is_not_set_off_by_a_priority_frame() {
     let mut out = Vec::new();
     m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 1 }, &mut out);
     m.send(MS, 0, unicast(1, 2), &mut out);
-    m.advance(10_000 * MS, &mut out);
+    m.handle_timeout(10_000 * MS, &mut out);
     let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
     assert_eq!(outcomes(&out), vec![(0, 1, drop7), (0, 2, drop7)]);
     assert_eq!(m.stats(0).link_drops, 0);

@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         node.handle(now, Input::Control { from, ttl: data[1], payload: chunk }, &mut out);
         node.handle(now, Input::LinkFailed { neighbor: from }, &mut out);
         now += Duration::from_millis(u64::from(data[0]) * 10);
-        node.handle(now, Input::Tick, &mut out);
-        let _ = node.poll_at();
+        node.handle_timeout(now, &mut out);
+        let _ = node.poll_timeout();
     }
 });

@@ -82,6 +82,12 @@ impl Net {
         self.apply(node, out);
     }
 
+    fn timeout(&mut self, node: usize) {
+        let mut out = Vec::new();
+        self.nodes[node].handle_timeout(self.now, &mut out);
+        self.apply(node, out);
+    }
+
     fn apply(&mut self, node: usize, out: Vec<Output>) {
         for output in out {
             match &output {
@@ -109,7 +115,7 @@ impl Net {
     fn run_until(&mut self, until: Duration) {
         loop {
             let delivery = self.in_flight.iter().map(|f| f.0).min();
-            let timer = self.nodes.iter().filter_map(|n| n.poll_at()).min();
+            let timer = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
             let Some(next) = delivery.into_iter().chain(timer).min().filter(|&t| t <= until) else { break };
             self.now = self.now.max(next);
             if delivery == Some(next) {
@@ -118,8 +124,8 @@ impl Net {
                 self.input(to, Input::Control { from, ttl, payload: &payload });
             } else {
                 for node in 0..self.nodes.len() {
-                    if self.nodes[node].poll_at().is_some_and(|t| t <= self.now) {
-                        self.input(node, Input::Tick);
+                    if self.nodes[node].poll_timeout().is_some_and(|t| t <= self.now) {
+                        self.timeout(node);
                     }
                 }
             }
@@ -189,9 +195,9 @@ fn rreq_for_unknown_destination_starts_expanding_ring() {
     assert!(out.contains(&Output::Event(Event::DiscoveryStarted { dst: target })));
     sent.push((ms(0), rreqs(&out)));
     let mut dropped_at = None;
-    while let Some(now) = node.poll_at() {
+    while let Some(now) = node.poll_timeout() {
         let mut out = Vec::new();
-        node.handle(now, Input::Tick, &mut out);
+        node.handle_timeout(now, &mut out);
         sent.push((now, rreqs(&out)));
         if out.contains(&Output::Drop { dst: target }) {
             dropped_at = Some(now);
@@ -240,9 +246,9 @@ fn rreq_rate_limit_postpones_the_eleventh_discovery() {
     }
     let mut sent: Vec<(Duration, Ipv4Addr)> = rreqs(&out).into_iter().map(|(_, r)| (ms(0), r.dst)).collect();
     assert_eq!(sent.len(), 10);
-    while let Some(now) = node.poll_at().filter(|&t| t < ms(5000)) {
+    while let Some(now) = node.poll_timeout().filter(|&t| t < ms(5000)) {
         let mut out = Vec::new();
-        node.handle(now, Input::Tick, &mut out);
+        node.handle_timeout(now, &mut out);
         sent.extend(rreqs(&out).into_iter().map(|(_, r)| (now, r.dst)));
     }
     for &(start, _) in &sent {

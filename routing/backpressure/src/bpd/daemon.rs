@@ -18,7 +18,7 @@ use meshemu_backpressure::flow::{classify, global_key, PreviousHop};
 use meshemu_backpressure::histogram::{Histogram, HistogramReport};
 use meshemu_backpressure::packet::fingerprint;
 use meshemu_backpressure::scheduler::{Arrival, Decision, FlowReport, Mode, Scheduler, Totals, Verdict};
-use meshemu_backpressure::Nanos;
+use meshemu_backpressure::Time;
 use meshemu_netutil::ipv4::parse_ipv4;
 use meshemu_netutil::nfqueue::{self, NfQueue};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -50,7 +50,7 @@ const RECEIVES_PER_TURN: usize = 16;
 /// Bytes of each packet the kernel copies to us: the IPv4 header with options and a UDP port.
 const COPY_RANGE: u32 = 80;
 /// The counters file is written at most this often, and only when it changed.
-const REPORT_EVERY: Nanos = 1_000_000_000;
+const REPORT_EVERY: Time = 1_000_000_000;
 
 /// A queued packet taken out of the receive buffer: id, source MAC, first bytes and their length.
 type CopiedPacket = (u32, Option<[u8; 6]>, [u8; COPY_RANGE as usize], usize);
@@ -64,7 +64,7 @@ pub fn exit_signals() -> SigSet {
     set
 }
 
-fn monotonic_ns() -> Nanos {
+fn monotonic_ns() -> Time {
     let now = clock_gettime(Clock::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always available");
     now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
 }
@@ -108,7 +108,7 @@ struct IoCounters {
 /// The counters file: when it was written, and what changes only with events.
 #[derive(Serialize)]
 struct Report<'a> {
-    uptime_ns: Nanos,
+    uptime_ns: Time,
     #[serde(flatten)]
     status: Status<'a>,
 }
@@ -143,7 +143,7 @@ pub struct Daemon {
     own: Ipv4Addr,
     bypass_ports: Vec<u16>,
     batch: usize,
-    oracle_poll: Nanos,
+    oracle_poll: Time,
     beacon_port: u16,
     counters_path: Option<PathBuf>,
     queue: NfQueue,
@@ -159,14 +159,14 @@ pub struct Daemon {
     report_timer: TimerFd,
     signals: SignalFd,
     decisions: Vec<Decision>,
-    started: Nanos,
+    started: Time,
     /// Something happened since the report was last armed: the counters may have changed.
     changed: bool,
     report_armed: bool,
-    last_report: Option<Nanos>,
+    last_report: Option<Time>,
     /// The status last written (JSON without the time of writing).
     written: Option<Vec<u8>>,
-    next_beacon: Option<Nanos>,
+    next_beacon: Option<Time>,
     beacon_sequence: u32,
     malformed: BTreeMap<&'static str, u64>,
     beacon_counters: BeaconCounters,
@@ -345,7 +345,7 @@ impl Daemon {
         let now = monotonic_ns();
         self.refresh_radio()?;
         self.consult_oracle(now);
-        self.scheduler.poll(now, &mut self.decisions);
+        self.scheduler.handle_timeout(now, &mut self.decisions);
         self.send_verdicts(true);
         if let (Some(radio), true) = (self.radio.as_mut(), self.scheduler.wants_radio_updates()) {
             let (completed, _) = radio.read()?;
@@ -377,17 +377,17 @@ impl Daemon {
     fn refresh_radio(&mut self) -> anyhow::Result<()> {
         if let Some(radio) = &self.radio {
             let (completed, queue_len) = radio.read()?;
-            self.scheduler.radio(monotonic_ns(), completed, queue_len, &mut self.decisions);
+            self.scheduler.handle_radio(monotonic_ns(), completed, queue_len, &mut self.decisions);
         }
         Ok(())
     }
 
     /// Oracle knowledge: fresh queue lengths of the next hops that decide the next releases.
-    fn consult_oracle(&mut self, now: Nanos) {
+    fn consult_oracle(&mut self, now: Time) {
         let Some(oracle) = &mut self.oracle else { return };
         for (neighbour, flow) in self.scheduler.downstream_wanted() {
             let length = oracle.read(neighbour, flow);
-            self.scheduler.report(now, neighbour, &[(flow, length)], false, &mut self.decisions);
+            self.scheduler.handle_report(now, neighbour, &[(flow, length)], false, &mut self.decisions);
         }
     }
 
@@ -395,7 +395,7 @@ impl Daemon {
         let now = monotonic_ns();
         let oracle_poll = (self.oracle.is_some() && !self.scheduler.downstream_wanted().is_empty())
             .then_some(now + self.oracle_poll);
-        let due = [self.scheduler.next_deadline(), self.next_beacon, oracle_poll].into_iter().flatten().min();
+        let due = [self.scheduler.poll_timeout(), self.next_beacon, oracle_poll].into_iter().flatten().min();
         match due {
             Some(due) => {
                 let at = abs_time(due.max(now + 1));
@@ -444,24 +444,24 @@ impl Daemon {
             Ok(header) => header,
             Err(problem) => {
                 *self.malformed.entry(problem.name()).or_default() += 1;
-                return self.scheduler.bypass(id, &mut self.decisions);
+                return self.scheduler.handle_bypass(id, &mut self.decisions);
             }
         };
         if header.udp_destination_port.is_some_and(|port| self.bypass_ports.contains(&port)) {
-            return self.scheduler.bypass(id, &mut self.decisions);
+            return self.scheduler.handle_bypass(id, &mut self.decisions);
         }
         let lookups_before = self.routes.lookups;
         let route = self.routes.route(header.destination);
         self.io.route_lookups += self.routes.lookups - lookups_before;
         let next_hop = match route {
             Ok(Route::Unicast { next_hop }) => next_hop,
-            Ok(Route::Other) => return self.scheduler.bypass(id, &mut self.decisions),
+            Ok(Route::Other) => return self.scheduler.handle_bypass(id, &mut self.decisions),
             Err(e) => {
                 self.io.route_errors += 1;
                 if self.io.route_errors == 1 {
                     eprintln!("bpd: route lookup for {}: {e}", header.destination);
                 }
-                return self.scheduler.bypass(id, &mut self.decisions);
+                return self.scheduler.handle_bypass(id, &mut self.decisions);
             }
         };
         let previous_hop = match source_mac {
@@ -470,7 +470,7 @@ impl Daemon {
         };
         let flow = classify(self.settings.scheduler.classify, &header, next_hop, previous_hop, self.own);
         let arrival = Arrival { id, flow, next_hop, next_hop_forwards: next_hop != header.destination };
-        self.scheduler.arrive(monotonic_ns(), arrival, &mut self.decisions);
+        self.scheduler.handle_arrival(monotonic_ns(), arrival, &mut self.decisions);
     }
 
     fn read_overheard(&mut self) -> anyhow::Result<()> {
@@ -486,7 +486,7 @@ impl Daemon {
                 continue;
             };
             let print = fingerprint(heard.packet);
-            self.scheduler.overheard(monotonic_ns(), neighbour, flow, print, &mut self.decisions);
+            self.scheduler.handle_overheard(monotonic_ns(), neighbour, flow, print, &mut self.decisions);
         }
         Ok(())
     }
@@ -508,7 +508,7 @@ impl Daemon {
                 Ok(beacon) => {
                     self.beacon_counters.received += 1;
                     let now = monotonic_ns();
-                    self.scheduler.report(now, *from.ip(), &beacon.flows(), beacon.complete, &mut self.decisions);
+                    self.scheduler.handle_report(now, *from.ip(), &beacon.flows(), beacon.complete, &mut self.decisions);
                 }
                 Err(_) => self.beacon_counters.rejected += 1,
             }
@@ -546,7 +546,7 @@ impl Daemon {
         while self.queue.receive().unwrap_or(false) {
             let ids: Vec<u32> = self.queue.packets().iter().map(|p| p.id).collect();
             for id in ids {
-                self.scheduler.bypass(id, &mut self.decisions);
+                self.scheduler.handle_bypass(id, &mut self.decisions);
             }
             self.send_verdicts(true);
         }
@@ -558,7 +558,7 @@ impl Daemon {
     }
 
     /// Writes the counters file if what it says changed (always at exit).
-    fn write_counters(&mut self, now: Nanos, running: bool) {
+    fn write_counters(&mut self, now: Time, running: bool) {
         let Some(path) = &self.counters_path else { return };
         let config = self.scheduler.config();
         let threshold = match config.mode {
@@ -596,7 +596,7 @@ impl Daemon {
 }
 
 /// An absolute CLOCK_MONOTONIC time for a timerfd.
-fn abs_time(at: Nanos) -> TimeSpec {
+fn abs_time(at: Time) -> TimeSpec {
     TimeSpec::new((at / 1_000_000_000) as _, (at % 1_000_000_000) as _)
 }
 

@@ -35,11 +35,11 @@ fuzz_target!(|data: &[u8]| {
             if data[0] & 1 == 1 {
                 node.handle(now, Input::LinkFailed { neighbor: from }, &mut out);
             }
-            let _ = node.poll_at();
+            let _ = node.poll_timeout();
         }
         now += Duration::from_millis(u64::from(data[0]) * 20);
         for node in nodes.iter_mut() {
-            node.handle(now, Input::Tick, &mut out);
+            node.handle_timeout(now, &mut out);
         }
         out.clear();
     }

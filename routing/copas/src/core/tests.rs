@@ -70,6 +70,12 @@ impl Net {
         self.carry_out(node, out);
     }
 
+    fn timeout(&mut self, node: usize) {
+        let mut out = Vec::new();
+        self.nodes[node].handle_timeout(self.now, &mut out);
+        self.carry_out(node, out);
+    }
+
     fn carry_out(&mut self, node: usize, out: Vec<Output>) {
         for output in out {
             match &output {
@@ -99,7 +105,7 @@ impl Net {
     fn run_until(&mut self, until: Duration) {
         loop {
             let next_delivery = self.in_flight.iter().map(|f| f.0).min();
-            let next_timer = self.nodes.iter().filter_map(|n| n.poll_at()).min();
+            let next_timer = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
             let next_report = ms((self.now.as_millis() as u64 / 100 + 1) * 100);
             let next = [next_delivery, next_timer, Some(next_report)].into_iter().flatten().min().unwrap();
             if next > until {
@@ -133,8 +139,8 @@ impl Net {
                 }
             }
             for node in 0..self.nodes.len() {
-                if self.nodes[node].poll_at().is_some_and(|t| t <= self.now) {
-                    self.input(node, Input::Tick);
+                if self.nodes[node].poll_timeout().is_some_and(|t| t <= self.now) {
+                    self.timeout(node);
                 }
             }
         }
@@ -343,7 +349,7 @@ fn idle_routes_expire_everywhere() {
     let mut out = Vec::new();
     let later = net.now + ms(11_000);
     for node in 0..net.nodes.len() {
-        net.nodes[node].handle(later, Input::Tick, &mut out);
+        net.nodes[node].handle_timeout(later, &mut out);
         let removed = out.iter().filter(|o| matches!(o, Output::DeletePairRoute { .. } | Output::DeleteRoute { .. })).count();
         assert_eq!(removed, net.kernel[node].len(), "node {node}");
         out.clear();
@@ -449,7 +455,7 @@ fn a_newer_route_for_the_same_path_replaces_an_unacknowledged_older_one() {
     relay.handle(ms(1100), Input::Control { from: addr(D), ttl: 1, payload: &new }, &mut out);
     out.clear();
     for t in (1110..=1400).step_by(10) {
-        relay.handle(ms(t), Input::Tick, &mut out);
+        relay.handle_timeout(ms(t), &mut out);
     }
     let resent: Vec<(Ipv4Addr, Vec<u8>)> =
         out.iter().filter_map(|o| if let Output::Send { to, payload, .. } = o { Some((*to, payload.clone())) } else { None }).collect();

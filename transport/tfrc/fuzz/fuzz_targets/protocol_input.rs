@@ -64,7 +64,7 @@ fn run(data: &[u8]) -> Option<()> {
                     wallclock_ns: 0,
                 };
                 let ttl = input.u8()?;
-                receiver.on_data(now, &header, 464, (ttl != 0).then_some(ttl));
+                receiver.handle_data(now, &header, 464, (ttl != 0).then_some(ttl));
             }
             2 => {
                 let feedback = Feedback {
@@ -80,7 +80,7 @@ fn run(data: &[u8]) -> Option<()> {
                     hops: input.u8()?,
                     flags: input.u8()? & 1,
                 };
-                let _ = sender.on_feedback(now, &feedback);
+                let _ = sender.handle_feedback(now, &feedback);
             }
             _ => {
                 let len = usize::from(input.u8()?);
@@ -88,10 +88,10 @@ fn run(data: &[u8]) -> Option<()> {
                 input.0 = &input.0[len..];
                 match packet::parse(datagram) {
                     Ok(Packet::Data { header, payload_len }) => {
-                        receiver.on_data(now, &header, payload_len, None);
+                        receiver.handle_data(now, &header, payload_len, None);
                     }
                     Ok(Packet::Feedback(feedback)) => {
-                        let _ = sender.on_feedback(now, &feedback);
+                        let _ = sender.handle_feedback(now, &feedback);
                     }
                     Ok(Packet::Fin(_)) => {
                         receiver.final_feedback(now);

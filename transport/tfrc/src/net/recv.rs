@@ -386,7 +386,7 @@ impl<I: FnMut(&FlowInterval), E: FnMut(&FlowSummary)> RecvLoop<'_, I, E> {
         flow.last_arrival = now;
         let one_way_delay_ms = (header.wallclock_ns != 0)
             .then(|| (wallclock_ns() as f64 - header.wallclock_ns as f64) / 1e6);
-        let outcome = flow.rx.on_data(now, header, payload_len, ttl);
+        let outcome = flow.rx.handle_data(now, header, payload_len, ttl);
         if outcome == DataOutcome::Accepted {
             if let Some(owd) = one_way_delay_ms {
                 flow.one_way_delay_ms.add(owd);

@@ -382,7 +382,7 @@ impl<F: FnMut(&SenderInterval)> SendLoop<'_, F> {
             if closing {
                 continue;
             }
-            match self.sender.on_feedback(now, &feedback) {
+            match self.sender.handle_feedback(now, &feedback) {
                 Ok(report) => self.accept(now, feedback, &report)?,
                 Err(error) => {
                     if error == crate::sender::FeedbackError::Stale {
