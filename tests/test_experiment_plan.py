@@ -171,7 +171,7 @@ traffic:
            "net.ipv4.tcp_available_congestion_control: reno cubic bbr" in found
     assert "traffic[1]: an iperf3 flow lasts whole seconds (iperf3 -t), not 18.5 s" in found
     assert "traffic[2].start: starts after the run ends" in found
-    assert "traffic[4].sack: SACK is a setting of the node (net.ipv4.tcp_sack): flow f3 sets it otherwise on n1" \
+    assert "traffic[4].sack: sack is a setting of the node (net.ipv4.tcp_sack): flow f3 sets it otherwise on n1" \
         in found
     assert "traffic[5].node: unknown node 'n12'" in found
     assert "traffic[6]: src and dst are the same node (n3)" in found
@@ -259,3 +259,25 @@ def test_delayed_acks_off_under_aodv_is_the_daemons_job_and_babeld_cannot(write)
     with pytest.raises(ConfigError) as caught:
         _plan(write("exp.yaml", CHAIN.replace("spacing: 200m}", "spacing: 200m}\n  routing: babeld") + tcp))
     assert "exp.yaml:3:" in str(caught.value) and "babeld installs its routes without it" in str(caught.value)
+
+
+def test_min_rto_and_timestamps_set_the_nodes_and_flows_must_agree_on_them(write):
+    run = _plan(write("exp.yaml", CHAIN + """\
+traffic:
+  - {kind: tcp, name: a, src: n0, dst: n3, min_rto: 1s, timestamps: false}
+  - {kind: tcp, name: b, src: n1, dst: n3}
+""")).runs[0]
+    a, b = run.flows
+    assert a.options["min_rto"] == 1_000_000_000 and a.options["timestamps"] is False
+    assert "min_rto" not in b.options and "timestamps" not in b.options  # unset: the run keeps its id
+    assert run.sysctl["n0"] == {"net.ipv4.tcp_rto_min_us": "1000000", "net.ipv4.tcp_timestamps": "0"}
+    assert run.sysctl["n3"] == {"net.ipv4.tcp_timestamps": "0"} and "n1" not in run.sysctl
+    found = "\n".join(problems(write, CHAIN + """\
+traffic:
+  - {kind: tcp, name: a, src: n0, dst: n3, min_rto: 1s}
+  - {kind: tcp, name: b, src: n0, dst: n4, min_rto: 300ms}
+  - {kind: tcp, name: c, src: n1, dst: n4, min_rto: 10ns}
+"""))
+    assert "traffic[1].min_rto: min_rto is a setting of the node (net.ipv4.tcp_rto_min_us): flow a sets it " \
+           "otherwise on n0" in found
+    assert "traffic[2].min_rto: at least 1 us" in found

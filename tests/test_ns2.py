@@ -499,6 +499,16 @@ def test_reno_with_sack_is_ns2s_sack1(write):
     assert "set src_(bulk) [new Agent/TCP/Sack1]" in tcl and "set dst_(bulk) [new Agent/TCPSink/Sack1/DelAck]" in tcl
 
 
+def test_min_rto_and_timestamps_are_ns2s_minrto_and_timestamps(write):
+    given = "cc: reno, mss: 1000B, min_rto: 1500ms, timestamps: true"
+    [run] = plan(write, CHAIN.replace("cc: sack, mss: 1000B", given)).runs
+    tcl = ns2_scenario.scenario(run, trajectories(run), "aodv").tcl
+    assert "$src_(bulk) set minrto_ 1.5" in tcl and "$src_(bulk) set timestamps_ true" in tcl
+    [run] = plan(write, CHAIN).runs
+    tcl = ns2_scenario.scenario(run, trajectories(run), "aodv").tcl
+    assert "minrto_" not in tcl and "timestamps_" not in tcl
+
+
 def test_single_hop_static_flows_run_over_dumbagent(write, tmp_path):
     [run] = plan(write, """\
 topology:

@@ -459,8 +459,13 @@ class _Traffic:
                     self.unavailable.append(self.doc.problem(path + ("cc",), message))
                 else:
                     self.problem(path + ("cc",), message + " (and Linux has no congestion control of that name)")
+            if entry.min_rto is not None and entry.min_rto < 1000:
+                self.problem(path + ("min_rto",), "at least 1 us (net.ipv4.tcp_rto_min_us counts microseconds)")
+            # min_rto and timestamps only when given, so the runs of files without them keep their ids.
+            given = {key: value for key, value in (("min_rto", entry.min_rto), ("timestamps", entry.timestamps))
+                     if value is not None}
             return {"cc": entry.cc, "mss": entry.mss, "window": entry.window, "sack": entry.sack,
-                    "delayed_ack": entry.delayed_ack}
+                    "delayed_ack": entry.delayed_ack, **given}
         if isinstance(entry, UdpTraffic):
             return {"rate_bps": entry.rate, "packet": entry.packet, "tool": entry.tool}
         contenders = entry.contenders or Contenders()
@@ -481,25 +486,31 @@ class _Traffic:
             seen[key] = flow.name
 
     def _node_settings(self, flows: list[Flow]) -> tuple[dict[str, dict[str, str]], tuple[str, ...]]:
-        """sysctl per node (the file's for every node, then SACK at both ends
-        of TCP flows) and the receivers whose routes get quickack."""
+        """sysctl per node (the file's for every node, then SACK and
+        timestamps at both ends of TCP flows and the minimum RTO at their
+        senders) and the receivers whose routes get quickack."""
         settings: dict[str, dict[str, str]] = {name: dict(self.spec.sysctl or {}) for name in self.names}
-        sack_from: dict[str, tuple[bool, str]] = {}
+        set_by: dict[tuple[str, str], tuple[str, str]] = {}  # (node, key) -> (value, flow)
         quickack: list[str] = []
+
+        def node_setting(flow: Flow, option: str, node: str, key: str, value: str) -> None:
+            earlier = set_by.get((node, key))
+            if earlier is not None and earlier[0] != value:
+                self.problem(("traffic", self.entry_of[flow.name], option),
+                             f"{option} is a setting of the node ({key}): flow {earlier[1]} sets it otherwise on {node}")
+            set_by[(node, key)] = (value, flow.name)
+            settings[node][key] = value
+
         for flow in flows:
             if flow.kind != "tcp":
                 continue
-            sack = flow.options["sack"]
-            for node in (flow.src, flow.dst):
-                assert node is not None
-                if sack is None:
-                    continue
-                earlier = sack_from.get(node)
-                if earlier is not None and earlier[0] != sack:
-                    self.problem(("traffic", self.entry_of[flow.name], "sack"), f"SACK is a setting of the node (net.ipv4.tcp_sack): "
-                                                             f"flow {earlier[1]} sets it otherwise on {node}")
-                sack_from[node] = (sack, flow.name)
-                settings[node]["net.ipv4.tcp_sack"] = "1" if sack else "0"
+            assert flow.src is not None and flow.dst is not None
+            for option, key in (("sack", "net.ipv4.tcp_sack"), ("timestamps", "net.ipv4.tcp_timestamps")):
+                if flow.options.get(option) is not None:
+                    for node in (flow.src, flow.dst):
+                        node_setting(flow, option, node, key, "1" if flow.options[option] else "0")
+            if "min_rto" in flow.options:
+                node_setting(flow, "min_rto", flow.src, "net.ipv4.tcp_rto_min_us", str(flow.options["min_rto"] // 1000))
             if flow.options["delayed_ack"] is False and flow.dst not in quickack:
-                quickack.append(flow.dst)  # type: ignore[arg-type]
+                quickack.append(flow.dst)
         return {node: values for node, values in settings.items() if values}, tuple(quickack)

@@ -87,6 +87,8 @@ class TcpTraffic(Endpoints):
     window: PositiveSize | None = None
     sack: bool | None = None
     delayed_ack: OnOff | None = None
+    min_rto: PositiveDuration | None = None  # the sender's: net.ipv4.tcp_rto_min_us there, ns-2's minrto_
+    timestamps: bool | None = None  # net.ipv4.tcp_timestamps at both ends, ns-2's timestamps_
 
 
 class UdpTraffic(Endpoints):

@@ -38,7 +38,8 @@ value here has an ns-2 counterpart:
   segment, where a lab's kernel has both on); packetSize_
   is the MSS (default 1460, the lab's on a 1500-byte MTU: ns-2's 40-byte
   TCP/IP header makes 1500-byte packets), window_ the window in packets
-  where given (else ns-2's 20).
+  where given (else ns-2's 20), minrto_ the flow's min_rto and timestamps_
+  its timestamps where given (else ns-2's 0.2 s, and no timestamps).
 - every random choice from the run's seed: `$defaultRNG seed` (MAC backoff,
   routing jitter) and the shadowing stream.
 """
@@ -101,10 +102,14 @@ class FlowSetup:
     packet: int  # what the agent sends per packet (ns-2 packetSize_)
     window: int | None  # TCP window_, packets; None: ns-2's default
     window_ns: tuple[int, int]  # [max(warmup, start), stop]
+    min_rto_s: float | None = None  # TCP minrto_; None: ns-2's default
+    timestamps: bool | None = None  # TCP timestamps_; None: ns-2's default (off)
 
     def as_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "sink": self.sink, "packet_size": self.packet,
-                **({"window": self.window} if self.kind == "tcp" else {})}
+                **({"window": self.window} if self.kind == "tcp" else {}),
+                **({"min_rto": self.min_rto_s} if self.min_rto_s is not None else {}),
+                **({"timestamps": self.timestamps} if self.timestamps is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -249,7 +254,9 @@ def _flow_setup(run: "Run", flow: "Flow", names: list[str], routing_agent: str) 
     sink = "Agent/TCPSink" + ("/Sack1" if agent == SACK_AGENT else "") + ("/DelAck" if options["delayed_ack"] else "")
     mss = options["mss"] or DEFAULT_MSS
     window = max(1, round(options["window"] / mss)) if options["window"] else None
-    return FlowSetup(flow.name, "tcp", src, dst, agent, sink, mss, mss, window, window_ns)
+    min_rto = options["min_rto"] / NS if "min_rto" in options else None
+    return FlowSetup(flow.name, "tcp", src, dst, agent, sink, mss, mss, window, window_ns, min_rto,
+                     options.get("timestamps"))
 
 
 def _flow_lines(run: "Run", setup: FlowSetup, flow: "Flow") -> list[str]:
@@ -262,6 +269,10 @@ def _flow_lines(run: "Run", setup: FlowSetup, flow: "Flow") -> list[str]:
              f"$src_({name}) set packetSize_ {setup.packet}"]
     if setup.window is not None:
         lines.append(f"$src_({name}) set window_ {setup.window}")
+    if setup.min_rto_s is not None:
+        lines.append(f"$src_({name}) set minrto_ {_number(setup.min_rto_s)}")
+    if setup.timestamps is not None:
+        lines.append(f"$src_({name}) set timestamps_ {'true' if setup.timestamps else 'false'}")
     lines += [f"$ns attach-agent $node_({setup.src}) $src_({name})",
               f"set dst_({name}) [new {setup.sink}]",
               f"$ns attach-agent $node_({setup.dst}) $dst_({name})",
