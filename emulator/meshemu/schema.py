@@ -502,6 +502,8 @@ class AodvOptions(StrictModel):
     ttl_start: Ttl | None = None
     ttl_increment: Ttl | None = None
     ttl_threshold: Ttl | None = None
+    ring_limit: Literal["rfc", "ns2"] | None = None  # ns2: the last ring may pass ttl_threshold (6 + 2 = 8)
+    measured_hop_time: bool | None = None  # RREP waits count the measured latency per hop (ns-2's PerHopTime)
     net_diameter: Ttl | None = None
     node_traversal_time: PositiveDuration | None = None
     rreq_retries: Annotated[int, Field(ge=0, le=100)] | None = None

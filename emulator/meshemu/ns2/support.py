@@ -63,6 +63,8 @@ NS2_AODV = {
                                    "never used)"),
     "ttl_increment": ("ttl_increment", 2, "has TTL_INCREMENT 2"),
     "ttl_threshold": ("ttl_threshold", 7, "has TTL_THRESHOLD 7"),
+    "ring_limit": ("ring_limit", "ns2", "searches network-wide once the last ring reached TTL_THRESHOLD (ns2)"),
+    "measured_hop_time": ("measured_hop_time", True, "waits by the measured latency per hop, PerHopTime (true)"),
     "net_diameter": ("net_diameter", 30, "has NETWORK_DIAMETER 30"),
     "node_traversal_time_ms": ("node_traversal_time", 30, "has NODE_TRAVERSAL_TIME 30ms"),
     "timeout_buffer": ("timeout_buffer", 0, "waits for a ring without TIMEOUT_BUFFER: 0"),

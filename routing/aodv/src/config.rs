@@ -30,8 +30,15 @@ pub struct Config {
     pub ttl_start: u8,
     pub ttl_increment: u8,
     pub ttl_threshold: u8,
+    /// When the expanding ring gives way to the whole network.
+    pub ring_limit: RingLimit,
     pub net_diameter: u8,
     pub node_traversal_time_ms: u64,
+    /// The waits for an RREP count, per hop, the mean of the last three
+    /// discoveries' measured latency per hop to that destination (ns-2's
+    /// `PerHopTime`); NODE_TRAVERSAL_TIME until one has been measured. Off:
+    /// always NODE_TRAVERSAL_TIME (RFC 3561).
+    pub measured_hop_time: bool,
     pub rreq_retries: u32,
     /// How the wait grows after each network-wide RREQ.
     pub rreq_backoff: RreqBackoff,
@@ -87,6 +94,19 @@ pub enum RreqBackoff {
     Linear,
 }
 
+/// When an expanding ring search sends its RREQ to the whole network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RingLimit {
+    /// RFC 3561 6.4: once the next ring's TTL would pass TTL_THRESHOLD.
+    #[default]
+    Rfc,
+    /// ns-2.35 (`sendRequest`): once the last ring's TTL (or the hop count
+    /// the route had when it went down) reached TTL_THRESHOLD, so the last
+    /// ring may pass it (a route that went down at 6 hops: TTL 8).
+    Ns2,
+}
+
 /// ns-2.35's MAX_RREQ_TIMEOUT: the longest wait of [`RreqBackoff::Linear`].
 pub const MAX_RREQ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -129,8 +149,10 @@ impl Default for Config {
             ttl_start: 2,
             ttl_increment: 2,
             ttl_threshold: 7,
+            ring_limit: RingLimit::Rfc,
             net_diameter: 35,
             node_traversal_time_ms: 40,
+            measured_hop_time: false,
             rreq_retries: 2,
             rreq_backoff: RreqBackoff::Binary,
             rreq_rate_limit: 10,
@@ -178,8 +200,10 @@ impl Config {
             ttl_start: 30,
             ttl_increment: 2,
             ttl_threshold: 7,
+            ring_limit: RingLimit::Ns2,
             net_diameter: 30,
             node_traversal_time_ms: 30,
+            measured_hop_time: true,
             rreq_retries: 3,
             rreq_backoff: RreqBackoff::Linear,
             rreq_rate_limit: 10_000,
@@ -269,16 +293,21 @@ impl Config {
     }
 
     pub fn net_traversal_time(&self) -> Duration {
-        self.node_traversal_time() * 2 * u32::from(self.net_diameter)
+        self.net_traversal_time_at(self.node_traversal_time())
+    }
+
+    /// NET_TRAVERSAL_TIME with `hop_time` in place of NODE_TRAVERSAL_TIME.
+    pub fn net_traversal_time_at(&self, hop_time: Duration) -> Duration {
+        hop_time * 2 * u32::from(self.net_diameter)
     }
 
     pub fn path_discovery_time(&self) -> Duration {
         self.net_traversal_time() * 2
     }
 
-    /// How long to wait for an RREP to an RREQ sent with this TTL.
-    pub fn ring_traversal_time(&self, ttl: u8) -> Duration {
-        self.node_traversal_time() * 2 * (u32::from(ttl) + u32::from(self.timeout_buffer))
+    /// How long to wait for an RREP to an RREQ sent with this TTL, `hop_time` per hop.
+    pub fn ring_traversal_time(&self, ttl: u8, hop_time: Duration) -> Duration {
+        hop_time * 2 * (u32::from(ttl) + u32::from(self.timeout_buffer))
     }
 
     pub fn my_route_timeout(&self) -> Duration {
@@ -315,7 +344,7 @@ mod tests {
         assert_eq!((config.ttl_start, config.ttl_increment), (2, 2));
         assert!(config.expanding_ring_search && !config.local_repair && !config.link_layer_feedback);
         assert_eq!(config.net_traversal_time(), Duration::from_millis(2800));
-        assert_eq!(config.ring_traversal_time(2), Duration::from_millis(320));
+        assert_eq!(config.ring_traversal_time(2, config.node_traversal_time()), Duration::from_millis(320));
         assert_eq!(config.delete_period(), Duration::from_secs(25));
         assert!(!config.rerr_broadcast && !config.acked_frames_alive);
         assert_eq!(config.local_repair_rule, RepairRule::Rfc);
@@ -332,7 +361,7 @@ mod tests {
         assert_eq!(config.rreq_backoff, RreqBackoff::Linear);
         assert!(!config.relay_every_reply && config.renumber_replies);
         // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
-        assert_eq!(config.ring_traversal_time(5), Duration::from_millis(300));
+        assert_eq!(config.ring_traversal_time(5, config.node_traversal_time()), Duration::from_millis(300));
         assert_eq!(config.net_traversal_time(), Duration::from_millis(1800));
         assert_eq!(config.active_route_timeout(), Duration::from_secs(10));
         assert_eq!(Config::preset("default"), Some(Config::default()));

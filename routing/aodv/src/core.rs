@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use meshemu_ondemand::{Counters, Input, Protocol, BROADCAST};
 
-use crate::config::{Config, RepairRule, RreqBackoff, MAX_RREQ_TIMEOUT};
+use crate::config::{Config, RepairRule, RingLimit, RreqBackoff, MAX_RREQ_TIMEOUT};
 use crate::packet::{seq_newer, Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS};
 use crate::{Event, Output};
 
@@ -40,6 +40,8 @@ struct Route {
     /// The hop count it had when it last went down here (ns-2's
     /// `rt_last_hop_count`; None: never).
     last_down_hops: Option<u8>,
+    /// What this node's discoveries of the destination took per hop.
+    hop_latency: HopLatency,
 }
 
 #[derive(Clone, Debug)]
@@ -57,6 +59,31 @@ struct Discovery {
     postponed: bool,
     /// A local repair: the hop count of the broken route.
     repair_of_hops: Option<u8>,
+    /// When the last RREQ went out (a reply's latency counts from it).
+    last_rreq_at: Duration,
+}
+
+/// A destination's measured discovery latency per hop, over its last
+/// [`HopLatency::KEPT`] discoveries (ns-2's `rt_disc_latency`, MAX_HISTORY).
+#[derive(Clone, Debug, Default)]
+struct HopLatency {
+    samples: VecDeque<Duration>,
+}
+
+impl HopLatency {
+    const KEPT: usize = 3;
+
+    fn record(&mut self, per_hop: Duration) {
+        if self.samples.len() == Self::KEPT {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(per_hop);
+    }
+
+    fn mean(&self) -> Option<Duration> {
+        let count = u32::try_from(self.samples.len()).ok().filter(|&n| n > 0)?;
+        Some(self.samples.iter().sum::<Duration>() / count)
+    }
 }
 
 /// One AODV node.
@@ -206,6 +233,7 @@ impl Aodv {
             precursors: BTreeSet::new(),
             installed: false,
             last_down_hops: None,
+            hop_latency: HopLatency::default(),
         });
         let was_valid = route.state == RouteState::Valid;
         let path_changed = !route.installed || route.next_hop != next_hop || route.hops != hops;
@@ -236,6 +264,9 @@ impl Aodv {
     fn route_became_valid(&mut self, now: Duration, dst: Ipv4Addr, hops: u8, out: &mut Vec<Output>) {
         let Some(discovery) = self.discoveries.remove(&dst) else { return };
         let elapsed_ms = (now - discovery.started).as_millis() as u64;
+        if let Some(route) = self.routes.get_mut(&dst).filter(|_| hops > 0 && discovery.attempts > 0) {
+            route.hop_latency.record((now - discovery.last_rreq_at) / u32::from(hops));
+        }
         self.counters.discoveries_succeeded += 1;
         out.push(Output::Event(Event::DiscoverySucceeded { dst, hops, elapsed_ms }));
         out.push(Output::Release { dst });
@@ -309,6 +340,7 @@ impl Aodv {
                 deadline: now,
                 postponed: false,
                 repair_of_hops,
+                last_rreq_at: now,
             },
         );
         self.next_rreq(now, dst, out);
@@ -324,28 +356,42 @@ impl Aodv {
         if !config.expanding_ring_search {
             return config.net_diameter;
         }
-        let ttl = if discovery.ttl == 0 {
+        // The ring grows from the last TTL sent or, at first, from the last known hop count.
+        let grown_from = if discovery.ttl == 0 {
             // 6.4: start from the last known hop count when there is one.
             match self.routes.get(&dst) {
                 // ns-2's sendRequest starts from max(last TTL, rt_last_hop_count), and
                 // rt_last_hop_count is INFINITY2 until the route goes down once.
                 Some(route) if discovery.repair_of_hops.is_some() => match route.last_down_hops {
-                    Some(down) => route.hops.max(down).saturating_add(config.ttl_increment),
-                    None => config.net_diameter,
+                    Some(down) => route.hops.max(down),
+                    None => return config.net_diameter,
                 },
-                Some(route) => route.hops.saturating_add(config.ttl_increment),
-                None => config.ttl_start,
+                Some(route) => route.hops,
+                None if config.ttl_start > config.ttl_threshold => return config.net_diameter,
+                None => return config.ttl_start,
             }
         } else if discovery.ttl >= config.net_diameter {
-            config.net_diameter
+            return config.net_diameter;
         } else {
-            discovery.ttl.saturating_add(config.ttl_increment)
+            discovery.ttl
         };
-        if ttl > config.ttl_threshold {
+        let ttl = grown_from.saturating_add(config.ttl_increment);
+        let whole_network = match config.ring_limit {
+            RingLimit::Rfc => ttl > config.ttl_threshold,
+            RingLimit::Ns2 => grown_from >= config.ttl_threshold,
+        };
+        if whole_network {
             config.net_diameter
         } else {
             ttl
         }
+    }
+
+    /// The time per hop the waits for an RREP to `dst` count (ns-2's
+    /// `PerHopTime` with `measured_hop_time`).
+    fn hop_time(&self, dst: Ipv4Addr) -> Duration {
+        let measured = self.config.measured_hop_time.then(|| self.routes.get(&dst)).flatten();
+        measured.and_then(|route| route.hop_latency.mean()).unwrap_or_else(|| self.config.node_traversal_time())
     }
 
     /// Sends the next RREQ of the discovery for `dst`, or postpones it
@@ -383,12 +429,14 @@ impl Aodv {
         };
         self.seen_rreqs.insert((self.me, self.rreq_id), now + self.config.path_discovery_time());
         let net_diameter = self.config.net_diameter;
-        let net_traversal = self.config.net_traversal_time();
-        let ring_traversal = self.config.ring_traversal_time(ttl);
+        let hop_time = self.hop_time(dst);
+        let net_traversal = self.config.net_traversal_time_at(hop_time);
+        let ring_traversal = self.config.ring_traversal_time(ttl, hop_time);
         let backoff = self.config.rreq_backoff;
         let discovery = self.discoveries.get_mut(&dst).expect("checked above");
         discovery.postponed = false;
         discovery.ttl = ttl;
+        discovery.last_rreq_at = now;
         discovery.attempts += 1;
         let attempt = discovery.attempts;
         discovery.deadline = if ttl >= net_diameter {

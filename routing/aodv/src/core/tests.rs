@@ -829,8 +829,41 @@ fn ns2_preset_searches_as_ns2_does() {
 }
 
 #[test]
+fn the_preset_rings_once_past_the_threshold_and_waits_by_the_measured_hop_time() {
+    // A route that went down at 6 hops: ns-2 sends TTL 6 + 2 = 8 (6 was below
+    // TTL_THRESHOLD 7), RFC 3561 the diameter at once. The waits count the
+    // first discovery's latency per hop (12 ms over 6 hops here: 2 ms), not
+    // NODE_TRAVERSAL_TIME's 30 ms: 2 x 8 x 2 ms after the ring, then
+    // 2 x 30 x 2 ms = 120 ms times the count of network-wide RREQs.
+    let rreqs_after_a_break = |config: Config| {
+        let mut net = Net::chain(7, config);
+        net.input(0, Input::NoRoute { src: addr(0), dst: addr(6), local: true });
+        net.run_until(ms(500));
+        assert_eq!(net.path(0, 6), Some(vec![0, 1, 2, 3, 4, 5, 6]));
+        net.unlink(0, 1);
+        net.input(0, Input::LinkFailed { neighbor: addr(1) });
+        let start = net.now;
+        let before = net.events(0).len();
+        net.input(0, Input::NoRoute { src: addr(0), dst: addr(6), local: true });
+        net.run_until(net.now + ms(20_000));
+        net.events(0)[before..]
+            .iter()
+            .filter_map(|(t, e)| match e {
+                Event::RreqSent { ttl, .. } => Some(((*t - start).as_millis() as u64, *ttl)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let ns2 = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
+    assert_eq!(rreqs_after_a_break(ns2.clone()), vec![(0, 8), (32, 30), (152, 30), (392, 30), (752, 30)]);
+    let rfc_ring = Config { ring_limit: crate::config::RingLimit::Rfc, measured_hop_time: false, ..ns2 };
+    assert_eq!(rreqs_after_a_break(rfc_ring), vec![(0, 30), (1800, 30), (5400, 30), (10_800, 30)]);
+}
+
+#[test]
 fn the_preset_rings_of_a_destination_known_before() {
-    // A route that went down at 3 hops: TTL 5, then 7, then the diameter (ns-2: 3 + 2, 5 + 2, 30).
+    // A route that went down at 3 hops: TTL 5, then 7, then the diameter (ns-2: 3 + 2, 5 + 2, 30)
+    // four times (RREQ_RETRIES 3), all within 2 s at the measured 2 ms per hop.
     let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
     let mut net = Net::chain(4, config);
     net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
@@ -842,5 +875,5 @@ fn the_preset_rings_of_a_destination_known_before() {
     net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
     net.run_until(net.now + ms(2000));
     let ttls: Vec<u8> = rreqs(&net.outputs(0))[before..].iter().map(|(ttl, _)| *ttl).collect();
-    assert_eq!(ttls, vec![5, 7, 30]);
+    assert_eq!(ttls, vec![5, 7, 30, 30, 30, 30]);
 }
