@@ -15,6 +15,8 @@ use crate::packet::{seq_newer, Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS}
 use crate::{Event, Output};
 
 const SECOND: Duration = Duration::from_secs(1);
+/// The least measured time per hop that RREP waits count.
+const MIN_HOP_TIME: Duration = Duration::from_millis(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RouteState {
@@ -388,10 +390,15 @@ impl Aodv {
     }
 
     /// The time per hop the waits for an RREP to `dst` count (ns-2's
-    /// `PerHopTime` with `measured_hop_time`).
+    /// `PerHopTime` with `measured_hop_time`). At least 1 ms: our retries
+    /// run on a timer (ns-2's wait for the next packet or a 0.5 s tick), so
+    /// a reply that came at once must not make them a burst.
     fn hop_time(&self, dst: Ipv4Addr) -> Duration {
         let measured = self.config.measured_hop_time.then(|| self.routes.get(&dst)).flatten();
-        measured.and_then(|route| route.hop_latency.mean()).unwrap_or_else(|| self.config.node_traversal_time())
+        match measured.and_then(|route| route.hop_latency.mean()) {
+            Some(per_hop) => per_hop.max(MIN_HOP_TIME),
+            None => self.config.node_traversal_time(),
+        }
     }
 
     /// Sends the next RREQ of the discovery for `dst`, or postpones it
