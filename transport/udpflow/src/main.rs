@@ -86,6 +86,10 @@ struct SendArgs {
     /// Flow identifier carried in every packet.
     #[arg(long, default_value_t = 1)]
     flow_id: u32,
+    /// When the first packet is due, CLOCK_MONOTONIC ns (default: at once):
+    /// a sender started ahead of its flow waits for it.
+    #[arg(long, value_name = "NS")]
+    start: Option<u64>,
     #[command(flatten)]
     measure: Measure,
 }
@@ -195,7 +199,8 @@ fn send(args: SendArgs) -> Result<()> {
     let _ = nix::sys::prctl::set_timerslack(1);
 
     let mut buf = vec![0u8; args.size as usize];
-    let schedule = Schedule::new(now_ns(ClockId::CLOCK_MONOTONIC), args.duration, args.size, args.rate);
+    let now = now_ns(ClockId::CLOCK_MONOTONIC);
+    let schedule = Schedule::new(args.start.map_or(now, |start| start.max(now)), args.duration, args.size, args.rate);
     let mut summary = SenderSummary {
         r#type: "sender",
         flow_id: args.flow_id,
