@@ -126,13 +126,14 @@ class OnDemandRouting(RoutingKind):
 
 
 # Topology option -> aodvd [aodv] key and the factor from the schema's unit (ns for times).
-_AODV_KEYS = {
-    "hello_interval": ("hello_interval_ms", 1e-6),
-    "active_route_timeout": ("active_route_timeout_ms", 1e-6),
-    "node_traversal_time": ("node_traversal_time_ms", 1e-6),
-    "broadcast_jitter": ("broadcast_jitter_ms", 1e-6),
-    "link_feedback_poll": ("link_feedback_poll_ms", 1e-6),
-}
+def _durations_in_ms(settings: dict[str, Any], durations: set[str]) -> dict[str, Any]:
+    """A daemon's options: the durations among `settings` (ns in the schema) as its `*_ms` keys."""
+    return {(f"{key}_ms" if key in durations else key): (round(value * 1e-6) if key in durations else value)
+            for key, value in settings.items()}
+
+
+_AODV_DURATIONS = {"hello_interval", "active_route_timeout", "node_traversal_time", "broadcast_jitter",
+                   "link_feedback_poll"}
 
 
 class Aodv(OnDemandRouting):
@@ -146,11 +147,7 @@ class Aodv(OnDemandRouting):
 
     @staticmethod
     def daemon_options(settings: dict[str, Any]) -> dict[str, Any]:
-        options = {}
-        for key, value in settings.items():
-            name, factor = _AODV_KEYS.get(key, (key, None))
-            options[name] = round(value * factor) if factor is not None else value
-        return options
+        return _durations_in_ms(settings, _AODV_DURATIONS)
 
 
 _COPAS_DURATIONS = {"t_backoff", "t_collect", "probe_interval", "probe_idle", "active_route_timeout",
@@ -168,12 +165,7 @@ class Copas(OnDemandRouting):
 
     @staticmethod
     def daemon_options(settings: dict[str, Any]) -> dict[str, Any]:
-        # Durations (ns in the schema) go to copasd's *_ms keys.
-        options = {}
-        for key, value in settings.items():
-            duration = key in _COPAS_DURATIONS
-            options[f"{key}_ms" if duration else key] = round(value * 1e-6) if duration else value
-        return options
+        return _durations_in_ms(settings, _COPAS_DURATIONS)
 
 
 class Babeld(RoutingKind):
