@@ -557,6 +557,16 @@ def test_dsr_and_dsdv_are_ns2_only_in_labs_sims_and_files(write):
     assert plan(write, text, driver=NS2).runs
 
 
+def test_a_lab_runs_the_aodv_half_of_a_file_that_sets_dsr_beside_it(write):
+    text = CHAIN.replace("cc: sack", "cc: reno") + "sweep:\n  protocol:\n    aodv: {}\n    dsr: {topology.routing: dsr}\n"
+    lab = plan(write, text, driver=LAB)
+    assert [run.params["protocol"] for run in lab.runs] == ["aodv"]
+    [skipped] = lab.skipped
+    assert skipped.params == {"protocol": "dsr"} and not skipped.kernel
+    assert "topology.routing: routing: dsr is ns-2's DSR agent" in skipped.reason
+    assert [run.params["protocol"] for run in plan(write, text, driver=NS2).runs] == ["aodv", "dsr"]
+
+
 @pytest.mark.root
 def test_a_lab_refuses_ns2_only_routing_before_creating_anything(write):
     topology = load_topology(write("dsdv.yaml", "generate: {kind: chain, n: 2, spacing: 100m}\nrouting: dsdv\n"))

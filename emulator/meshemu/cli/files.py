@@ -81,6 +81,7 @@ def _validate_experiment(name: str, document: Document, driver: str) -> tuple[st
     scales = document.data.get("scales")
     counts: list[str] = []
     skipped: collections.Counter[str] = collections.Counter()
+    kernel = False  # some runs need what another kernel has
     # Every scale must give a valid plan too: `--scale full` must not fail hours later.
     for scale in [None, *(scales if isinstance(scales, dict) else {})]:
         label = "" if scale is None else f"scale {scale}: "
@@ -90,12 +91,14 @@ def _validate_experiment(name: str, document: Document, driver: str) -> tuple[st
             if driver != LAB:
                 raise
             counts.append(f"{label}no run on this machine")
-            skipped.update(skip.reason for skip in exc.skipped)
-            continue
-        counts.append(label + _runs(len(plan.runs)) + (f" ({len(plan.skipped)} skipped)" if plan.skipped else ""))
-        skipped.update(skip.reason for skip in plan.skipped)
+            skips = exc.skipped
+        else:
+            counts.append(label + _runs(len(plan.runs)) + (f" ({len(plan.skipped)} skipped)" if plan.skipped else ""))
+            skips = plan.skipped
+        skipped.update(skip.reason for skip in skips)
+        kernel |= any(skip.kernel for skip in skips)
     notes = [f"skipped ({_runs(count)}): {reason}" for reason, count in skipped.items()]
-    if skipped and driver == LAB:  # a lab skips only what this kernel lacks
+    if kernel:
         notes.append(f"those run where the kernel has them, such as the VM (every congestion control Debian ships): "
                      f"meshemu vm -- meshemu validate {name}")
     return "experiment file, " + "; ".join(counts), notes

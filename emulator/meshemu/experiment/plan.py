@@ -16,7 +16,8 @@ translated into an ns-2.35 scenario, meshemu/ns2/) or `sim` (the model in
 virtual time, meshemu/sim/). A run with a setting the driver cannot
 reproduce is skipped in the same way, naming the setting where it is written
 (ns2/support.py, sim/support.py), so a study's other cases still run there;
-routing only ns-2 has (dsr, dsdv) is an error in a lab's plan.
+a lab skips the runs of routing only ns-2 has (dsr, dsdv) in the same way,
+so one file can set ns-2's DSR beside AODV in both substrates.
 """
 
 from __future__ import annotations
@@ -61,12 +62,13 @@ HopCounts = list[list[int | None]]
 @dataclass(frozen=True)
 class Skipped:
     """A run the driver cannot carry out (a lab: its congestion control is
-    not in this kernel; ns-2, the sim: a setting they have no equivalent
-    for), with the reason."""
+    not in this kernel, or its routing is ns-2's only; ns-2, the sim: a
+    setting they have no equivalent for), with the reason."""
 
     params: dict[str, Any]
     seed: int
     reason: str
+    kernel: bool = False  # what is missing is a module of this kernel (another kernel, the VM's, has it)
 
 
 class _Unavailable(Exception):
@@ -241,14 +243,17 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
     for seed in seeds:
         topology, hops = topologies.resolve(document, seed, mac)
         if driver == LAB and topology.routing_choice.kind.ns2_only:
-            raise document.error(("topology", "routing"), only_in_ns2(topology.routing_choice.name))
+            problem = document.problem(("topology", "routing"), only_in_ns2(topology.routing_choice.name))
+            unavailable.append(problem)
+            skipped.append(Skipped(params, seed, str(problem)))
+            continue
         try:
             flows, sysctl, quickack = _Traffic(document, spec, topology, hops, seed, available_cc).resolve()
             if driver == LAB:  # quickack is how Linux turns delayed ACKs off; ns-2 picks a sink agent
                 topology, quickack = _quickack_by_routing(document, topology, quickack)
         except _Unavailable as exc:
             unavailable.extend(exc.problems)
-            skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in exc.problems)))
+            skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in exc.problems), kernel=True))
             continue
         if driver in UNSUPPORTED:
             problems = UNSUPPORTED[driver](document, spec, topology, flows)
