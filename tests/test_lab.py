@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOPOLOGIES, namespaces
-from meshemu import procs
+from meshemu import arptable, procs
 from meshemu.errors import MediumError
 from meshemu.lab import Lab
 from meshemu.state import BY_NETNS, RUN_ROOT, read_state
@@ -219,13 +219,23 @@ def test_context_manager_removes_everything(tmp_path):
     assert leftovers("tctx") == []
 
 
+def arp_table_fulls() -> int:
+    """How often the host's ARP table refused an entry (summed over CPUs)."""
+    lines = Path("/proc/net/stat/arp_cache").read_text().split("\n")
+    column = lines[0].split().index("table_fulls")
+    return sum(int(line.split()[column], 16) for line in lines[1:] if line)
+
+
 def test_a_large_grid_comes_up_with_every_node_reaching_every_other(write):
     """Static routing promises that every node reaches every other along a
     minimum-hop path. A 15 x 20 grid (300 nodes) gets prefix routes, not one
     per destination: probe every node from the two corners and the centre
     (one ping each, 20 a second, up to three tries: a busy 2 Mbit/s medium
-    loses some), and check the hop count of the longest path."""
+    loses some), and check the hop count of the longest path. Its nodes
+    need more ARP entries than the host's table holds by default (one
+    table for every namespace): none may be refused."""
     file = write("g.yaml", "name: tgrid\nrouting: static\ngenerate: {kind: grid, rows: 15, cols: 20, spacing: 200m}\n")
+    refused = arp_table_fulls()
     with Lab.from_file(file) as lab:
         assert len(lab) == 300
         for source in ("n0", "n299", "n150"):
@@ -238,7 +248,27 @@ def test_a_large_grid_comes_up_with_every_node_reaching_every_other(write):
         assert "ttl=32 " in reply, reply
         routes = lab["n150"].run(["ip", "-4", "route", "show"], timeout=10, check=True).stdout.splitlines()
         assert 1 < len(routes) < 150, routes  # far fewer than a host route to each of 300 nodes
+    assert arp_table_fulls() == refused
     assert leftovers("tgrid") == []
+
+
+def test_labs_make_room_in_the_host_arp_table_while_up_and_put_its_limits_back():
+    """The host's ARP limits are raised for the labs that are up, by each
+    lab's nodes, and put back as they were when the last lab goes."""
+    host = arptable.Limits.read()
+    one = arptable.limits_for(host, arptable.entries(25))
+    two = arptable.limits_for(host, 2 * arptable.entries(25))
+    assert host.gc_thresh2 < one.gc_thresh2 < two.gc_thresh2
+    first = Lab.from_file(TOPOLOGIES / "grid5.yaml", name="tarp1").up()
+    try:
+        assert arptable.Limits.read() == one
+        with Lab.from_file(TOPOLOGIES / "grid5.yaml", name="tarp2"):
+            assert arptable.Limits.read() == two
+        assert arptable.Limits.read() == one
+    finally:
+        report = first.down()
+    assert arptable.Limits.read() == host
+    assert any("put back the host's ARP table limits" in line for line in report), report
 
 
 def test_a_failed_bring_up_leaves_nothing(write):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import medium, procs, queueing, routing
+from . import arptable, medium, procs, queueing, routing
 from .backends import LabBackend, TapLabBackend, backend_of
 from .choices import only_in_ns2
 from .errors import LabError, MeshemuError
@@ -240,7 +240,8 @@ class Lab:
         self.backend.check()
         namespaces = [entry["netns"] for entry in self.config["nodes"]]
         self._check_free(namespaces)
-        state = LabState(self.name, str(self.run_dir), topology=self.source, namespaces=namespaces)
+        state = LabState(self.name, str(self.run_dir), topology=self.source, namespaces=namespaces,
+                         arp_entries=arptable.entries(len(namespaces)))
         if not HOSTS_ROOT.is_dir():
             state.dirs.append(str(HOSTS_ROOT))
         for namespace in namespaces:
@@ -255,6 +256,7 @@ class Lab:
                            f"(or meshemu cleanup {self.name})") from None
         write_state(state)
         try:
+            arptable.update()
             self._write_hosts_files(namespaces)
             # Compact: indented, json.dumps falls back to its pure-Python encoder (0.3 s for 1000 nodes).
             (self.run_dir / LAB_FILE).write_text(json.dumps(self.config))

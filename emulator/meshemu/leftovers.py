@@ -19,9 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 NETNS_DIR = Path("/run/netns")
 NETNS_CONFIG = Path("/etc/netns")
 
-# What a node sets in its own namespace (medium/src/netns.rs), read on the host.
+# What a node sets in its own namespace (medium/src/netns.rs), read on the host,
+# and the ARP table limits a lab raises while it is up (arptable.py).
 SYSCTL_DIRS = ["/proc/sys/net/ipv4/conf/all", "/proc/sys/net/ipv4/conf/default", "/proc/sys/net/ipv6/conf/all",
-               "/proc/sys/net/ipv6/conf/default"]
+               "/proc/sys/net/ipv6/conf/default", "/proc/sys/net/ipv4/neigh/default"]
 SYSCTL_FILES = ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/ip_default_ttl"]
 # Chain policies carry packet and byte counters, which the host's own traffic moves.
 COUNTERS = re.compile(r"\[\d+:\d+\]")

@@ -14,7 +14,9 @@ Format (version 1):
     processes     [{pid, start_time, role: "medium" | "node", node, argv}],
     iptables      [{netns (null = the host), table, chain, rule: [args], binary}]:
                   rules to delete at cleanup (daemons add theirs with
-                  `record_iptables_rule`).
+                  `record_iptables_rule`),
+    arp_entries   the room the lab's nodes need in the host's ARP table
+                  (arptable.py).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class LabState:
     dirs: list[str] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
     iptables: list[IptablesRule] = field(default_factory=list)
+    arp_entries: int = 0
     version: int = VERSION
 
     def to_json(self) -> dict[str, Any]:

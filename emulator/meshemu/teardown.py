@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import procs
+from . import arptable, procs
 from .errors import LabError
 from .state import BY_NETNS, RUN_ROOT, STATE_FILE, LabState, read_state
 
@@ -42,6 +42,9 @@ def teardown(run_dir: Path, medium_grace: float = MEDIUM_GRACE) -> list[str]:
     if run_dir.exists():
         shutil.rmtree(run_dir, ignore_errors=True)
         report.append(f"removed {run_dir}")
+    limits = arptable.update()  # after the state is gone: the lab no longer counts
+    if limits:
+        report.append(limits)
     _remove_if_empty(BY_NETNS)
     _remove_if_empty(RUN_ROOT)
     return report

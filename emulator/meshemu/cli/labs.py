@@ -13,7 +13,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .. import medium, procs, units
+from .. import arptable, medium, procs, units
 from ..errors import LabError, MeshemuError
 from ..lab import Lab
 from ..state import chosen_lab, lab_names, read_state, run_dir_of
@@ -111,6 +111,9 @@ def _cleanup(args: argparse.Namespace) -> int:
         for name in lab_names():
             report += teardown(run_dir_of(name))
         remove_dangling_by_netns_links(report)
+        limits = arptable.update()  # also when the labs that raised them left no state
+        if limits:
+            report.append(limits)
     for line in report:
         out.print(escape(line))
     if not report:
