@@ -54,7 +54,11 @@ class Limits:
         order = ("gc_thresh3", "gc_thresh2") if self.gc_thresh3 >= Limits.read().gc_thresh3 else \
             ("gc_thresh2", "gc_thresh3")
         for name in order:
-            (SYSCTLS / name).write_text(str(getattr(self, name)))
+            try:
+                (SYSCTLS / name).write_text(str(getattr(self, name)))
+            except OSError as exc:
+                raise LabError(f"cannot set {SYSCTLS / name} to {getattr(self, name)} (the room the labs up need "
+                               f"in the host's ARP table): {exc.strerror or exc}") from None
 
 
 def entries(nodes: int) -> int:
