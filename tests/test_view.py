@@ -161,6 +161,26 @@ def test_counters_and_link_delivery_appear_after_traffic(page, lab):
     assert len(page.find_elements(By.CSS_SELECTOR, '#air-table tr[data-node="n1"] .uplot')) == 4
 
 
+def test_the_busy_heat_covers_what_the_nodes_sense_and_shows_a_busy_relay(page, lab):
+    def heat_at(driver, node: str | None) -> list[int]:
+        """The heat's RGBA under a node (or in the map's top-left corner)."""
+        x, y = screen_position(driver, node) if node else (1, 1)
+        return driver.execute_script(
+            "const c = document.getElementById('heat'), cell = c.clientWidth / c.width;"
+            "return [...c.getContext('2d').getImageData(Math.floor(arguments[0] / cell),"
+            " Math.floor(arguments[1] / cell), 1, 1).data]", x, y)
+
+    assert heat_at(page, "n3")[3] > 0
+    assert heat_at(page, None)[3] == 0  # over 550 m from every node: no node senses there
+    # A flood of pings through n1: the heat under it turns from idle blue-grey towards red.
+    ping = lab["n0"].spawn(["ping", "-c", "100", "-i", "0.05", "-s", "1400", "n2"])
+    try:
+        wait_for(page, lambda d: (lambda rgba: rgba[0] > rgba[2] + 10)(heat_at(d, "n1")), 10)
+    finally:
+        ping.terminate()
+        ping.wait()
+
+
 def test_selecting_a_node_shows_its_ranges_and_neighbours(page):
     page.find_element(By.CSS_SELECTOR, 'g.node[data-node="n3"] circle').click()
     wait_for(page, lambda d: d.find_element(By.ID, "detail").is_displayed())

@@ -82,7 +82,7 @@ def test_udp_samples_from_the_receivers_interval_reports(tmp_path):
              "packets": 0, "bytes": 0, "lost": 0, "mean_delay_ns": None, "jitter_ns": 0.0}]
     text = "".join(json.dumps(row) + "\n" for row in rows)
     (tmp_path / "u.recv.jsonl").write_text(text + '{"type": "interval", "t_s"')  # a line still being written
-    found = samples(ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001), tmp_path, t0)
+    found = samples(ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001), tmp_path, {"model_t0_wall_ns": t0})
     assert found == [[3.0, 720_000.0, 12.5, 0.1], [4.0, 0.0, None, None]]
     assert latest(found, 3.5) == [720_000.0, 12.5, 0.1]
     assert latest(found, 2.0) == [None, None, None]
@@ -95,8 +95,23 @@ def test_tcp_samples_from_the_senders_tcp_info(tmp_path):
              "bytes_acked": k * 50_000, "bytes_sent": k * 55_000, "bytes_retrans": k * 5_000, "srtt_us": 30_000}
             for k in range(5)]
     (tmp_path / "t.tcpinfo.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    found = samples(ViewFlow("t", "n0", "n2", "tcp", None, 5201), tmp_path, t0)
+    found = samples(ViewFlow("t", "n0", "n2", "tcp", None, 5201), tmp_path, {"model_t0_wall_ns": t0})
     assert found == [[1.0, 800_000.0, 30.0, 0.0909], [2.0, 800_000.0, 30.0, 0.0909]]
+
+
+def test_tfrc_samples_from_the_senders_feedback_trace(tmp_path):
+    rows = [{"t": 0.4, "event": "feedback", "rtt_sample_ms": 20.0, "rtt_ms": 21.0, "p": 0.0, "x_recv_bps": 1e5,
+             "x_bps": 2e5, "rate_bps": 2e5, "slow_start": True, "data_limited": False},
+            {"t": 0.45, "event": "nofeedback", "x_bps": 1e5, "rate_bps": 1e5},
+            {"t": 0.9, "event": "feedback", "rtt_sample_ms": 30.0, "rtt_ms": 25.0, "p": 0.01, "x_recv_bps": 3e5,
+             "x_bps": 4e5, "rate_bps": 4e5, "slow_start": False, "data_limited": False},
+            {"t": 1.2, "event": "feedback", "rtt_sample_ms": 30.0, "rtt_ms": 26.0, "p": 0.02, "x_recv_bps": 5e5,
+             "x_bps": 4e5, "rate_bps": 4e5, "slow_start": False, "data_limited": False}]
+    (tmp_path / "f.trace.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    # The run's time 0 is 2 s of model time, the flow starts 1 s later.
+    clock = {"model_t0_wall_ns": 10_000_000_000, "run_t0_wall_ns": 12_000_000_000}
+    found = samples(ViewFlow("f", "n0", "n2", "tfrc", None, 5001, 1.0), tmp_path, clock)
+    assert found == [[4.0, 3e5, 25.0, 0.01], [5.0, 5e5, 26.0, 0.02]]
 
 
 def write_recording(path, frames, flow_samples):

@@ -447,7 +447,7 @@ class Execution:
                 file.close()
         self._record_processes()
         if recorder is not None:
-            recorder.add_samples(self.dir, clock["model_t0_wall_ns"])
+            recorder.add_samples(self.dir, clock)
         return self._outcome(snapshots, lateness, overhead, queue_counters, started_at)
 
     def _write_clock(self, lab: Lab) -> dict[str, int]:

@@ -10,10 +10,12 @@ second (model time, s):
 - meshemu-udp flows: the receiver's interval reports (received bytes,
   mean one-way delay, packets lost among those due);
 - TCP flows: the sender's tcp_info samples (bytes acknowledged, smoothed
-  RTT as the delay, bytes retransmitted over bytes sent as the loss).
+  RTT as the delay, bytes retransmitted over bytes sent as the loss);
+- tfrc flows: the sender's trace, the last feedback of each second (the
+  receive rate the receiver reported, TFRC's RTT as the delay, its loss
+  event rate as the loss); the same feedback is tfrc's counters.
 
-Other tools report only when they end (iperf3, tfrc): their flows have a
-path but no samples.
+iperf3 reports only when it ends: its UDP flows have a path but no samples.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class ViewFlow:
     kind: str = "named"     # tcp, udp, tfrc, or named by the user
     tool: str | None = None  # udp: meshemu-udp or iperf3
     port: int | None = None
+    start_s: float = 0.0     # from the run's time 0
 
     def meta(self) -> dict[str, Any]:
         return {"name": self.name, "src": self.src, "dst": self.dst, "kind": self.kind}
@@ -63,7 +66,8 @@ def named_flows(specs: list[str], nodes: list[str]) -> list[ViewFlow]:
 
 def run_flows(run_flows: list[Any]) -> list[ViewFlow]:
     """An experiment run's traffic flows (commands have no destination)."""
-    return [ViewFlow(flow.name, flow.src, flow.dst, flow.kind, flow.options.get("tool"), flow.port)
+    return [ViewFlow(flow.name, flow.src, flow.dst, flow.kind, flow.options.get("tool"), flow.port,
+                     flow.start_ns / 1e9)
             for flow in run_flows if flow.dst is not None and flow.src is not None]
 
 
@@ -100,14 +104,25 @@ class PathTracker:
         return rows
 
 
-def samples(flow: ViewFlow, artefacts: FilePath, model_t0_wall_ns: int) -> list[list[float | None]]:
+def samples(flow: ViewFlow, artefacts: FilePath, clock: dict[str, int]) -> list[list[float | None]]:
     """[[t, goodput bps, delay ms, loss fraction], ...] of the flow so far,
-    t in model seconds at the end of each sample."""
+    t in model seconds at the end of each sample (`clock`: the run's
+    clock.json)."""
+    t0_ns = clock["model_t0_wall_ns"]
     if flow.kind == "udp" and flow.tool == "meshemu-udp":
-        return _udp_samples(_jsonl(artefacts / f"{flow.name}.recv.jsonl"), model_t0_wall_ns)
+        return _udp_samples(_jsonl(artefacts / f"{flow.name}.recv.jsonl"), t0_ns)
     if flow.kind == "tcp":
-        return _tcp_samples(_jsonl(artefacts / f"{flow.name}.tcpinfo.jsonl"), flow.port, model_t0_wall_ns)
+        return _tcp_samples(_jsonl(artefacts / f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
+    if flow.kind == "tfrc":
+        # The trace's times count from the sender's start, the flow's start.
+        offset_s = (clock["run_t0_wall_ns"] - t0_ns) / 1e9 + flow.start_s
+        return _tfrc_samples(tfrc_feedback(flow, artefacts), offset_s)
     return []
+
+
+def tfrc_feedback(flow: ViewFlow, artefacts: FilePath) -> list[dict[str, Any]]:
+    """The feedback lines of a tfrc sender's trace, as written so far."""
+    return [row for row in _jsonl(artefacts / f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
 
 
 def _jsonl(path: FilePath) -> list[dict[str, Any]]:
@@ -161,6 +176,14 @@ def _tcp_samples(rows: list[dict[str, Any]], port: int | None, t0_ns: int) -> li
                       round((row["bytes_retrans"] - before["bytes_retrans"]) / sent, 4) if sent else None])
         before = row
     return found
+
+
+def _tfrc_samples(feedback: list[dict[str, Any]], offset_s: float) -> list[list[float | None]]:
+    by_second: dict[int, dict[str, Any]] = {}
+    for row in feedback:
+        by_second[int(row["t"] // SAMPLE_S)] = row  # the last of each second
+    return [[round(offset_s + (second + 1) * SAMPLE_S, 3), row["x_recv_bps"], round(row["rtt_ms"], 2),
+             round(row["p"], 4)] for second, row in sorted(by_second.items())]
 
 
 def latest(found: list[list[float | None]], t: float) -> list[float | None]:

@@ -1,5 +1,7 @@
 """The live source: a lab that is up, asked for a snapshot a few times a
-second through its control socket, turned into frames for every page."""
+second through its control socket, turned into frames for every page, with
+the flows along their routes; and the actions on the lab (move a node,
+start and stop an air capture)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from .. import queueing
 from ..choices import ROUTING_KINDS
 from ..errors import MeshemuError
 from ..lab import Lab
-from .flows import PathTracker, ViewFlow, latest, read_run_flows, samples
+from .flows import PathTracker, ViewFlow, latest, read_run_flows, samples, tfrc_feedback
 from .frames import FrameMaker, Snapshot
 from .ranges import radio_ranges
 from .routes import RouteReader
@@ -48,7 +50,7 @@ class FlowFrames:
         self.artefacts = artefacts
         self.reader = RouteReader(lab)
         self.tracker = PathTracker(flows, {name: i for i, name in enumerate(lab.nodes)})
-        self._model_t0_wall_ns: int | None = None
+        self._clock: dict[str, int] | None = None
 
     def rows(self, t: float) -> list[list[Any]]:
         paths = self.reader.paths([(flow.src, flow.dst) for flow in self.flows])
@@ -60,12 +62,23 @@ class FlowFrames:
     def _samples(self, flow: ViewFlow) -> list[list[float | None]]:
         if self.artefacts is None:
             return []
-        if self._model_t0_wall_ns is None:
+        if self._clock is None:
             try:  # written by the runner before its receivers start
-                self._model_t0_wall_ns = json.loads((self.artefacts / "clock.json").read_text())["model_t0_wall_ns"]
+                self._clock = json.loads((self.artefacts / "clock.json").read_text())
             except FileNotFoundError:
                 return []
-        return samples(flow, self.artefacts, self._model_t0_wall_ns)
+        return samples(flow, self.artefacts, self._clock)
+
+    def tfrc_counters(self, node: str) -> dict[str, Any]:
+        """The last feedback of each tfrc flow the node sends: {tfrc FLOW:
+        counters}."""
+        found = {}
+        for flow in self.flows:
+            if flow.kind == "tfrc" and flow.src == node and self.artefacts is not None:
+                feedback = tfrc_feedback(flow, self.artefacts)
+                if feedback:
+                    found[f"tfrc {flow.name}"] = {k: v for k, v in feedback[-1].items() if k != "event"}
+        return found
 
 
 class LiveSource(FrameSource):
@@ -115,7 +128,7 @@ class LiveSource(FrameSource):
 
     def daemons(self, node: str) -> dict[str, Any]:
         """The counters of the daemons that run in the node, as they last
-        wrote them: {program: counters}."""
+        wrote them, and of the tfrc senders of a run: {program: counters}."""
         if node not in self.lab.nodes:
             raise MeshemuError(f"lab {self.lab.name!r} has no node {node!r}")
         found = {}
@@ -124,7 +137,7 @@ class LiveSource(FrameSource):
                 found[program] = json.loads((self.lab.run_dir / "nodes" / node / file_name).read_text())
             except (FileNotFoundError, ValueError):
                 continue
-        return found
+        return {**found, **self.flow_frames.tfrc_counters(node)}
 
     def capture(self, run: bool) -> Path | None:
         """Start (into a new file of the capture directory: a page never

@@ -41,12 +41,8 @@ class Recorder:
         self.flows = flows
         self.path = path
         self.interval_s = interval_s
-        self.frames = 0
-        self.error: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._record, name="view-recorder", daemon=True)
-        self._meta = {"lab": lab.name, "nodes": [{"name": node.name, "ip": node.ip} for node in lab],
-                      "ranges": radio_ranges(lab.config), "flows": [flow.meta() for flow in flows]}
 
     def start(self) -> None:
         self._thread.start()
@@ -60,23 +56,25 @@ class Recorder:
         reader = RouteReader(self.lab)
         tracker = PathTracker(self.flows, maker.index)
         pairs = [(flow.src, flow.dst) for flow in self.flows]
+        # The ranges take the model a moment: here, not in the runner's schedule.
+        meta = {"lab": self.lab.name, "nodes": [{"name": node.name, "ip": node.ip} for node in self.lab],
+                "ranges": radio_ranges(self.lab.config), "flows": [flow.meta() for flow in self.flows]}
         with gzip.open(self.path, "wt") as out:
-            out.write(_line({"meta": self._meta}))
+            out.write(_line({"meta": meta}))
             due = time.monotonic()
             while not self._stop.is_set():
                 try:
                     frame = maker.frame(snapshot(self.lab))
-                except MeshemuError as exc:  # the lab went away: the recording ends there
-                    self.error = str(exc)
+                except MeshemuError:  # the lab went away: the recording ends there
                     return
                 frame["flows"] = tracker.rows(frame["t"], reader.paths(pairs))
                 out.write(_line(frame))
-                self.frames += 1
                 due += self.interval_s
                 self._stop.wait(max(due - time.monotonic(), 0.0))
 
-    def add_samples(self, artefacts: Path, model_t0_wall_ns: int) -> None:
-        """The flows' samples from their tools' outputs (after they ended)."""
-        found = [samples(flow, artefacts, model_t0_wall_ns) for flow in self.flows]
+    def add_samples(self, artefacts: Path, clock: dict[str, int]) -> None:
+        """The flows' samples from their tools' outputs (after they ended);
+        `clock`: the run's clock.json."""
+        found = [samples(flow, artefacts, clock) for flow in self.flows]
         with gzip.open(self.path, "at") as out:
             out.write(_line({"samples": found}))

@@ -91,14 +91,17 @@ class ReplaySource(FrameSource):
         loop = asyncio.get_running_loop()
         period = 1 / RATE_HZ
         last = loop.time()
+        shown = None
         while True:
             now = loop.time()
             if self.playing:
                 self.cursor = min(self.cursor + (now - last), self.times[-1])
                 self.playing = self.cursor < self.times[-1]
             last = now
-            self.publish({**self.frame_at(self.cursor),
-                          "replay": {"t": round(self.cursor, 3), "playing": self.playing}})
+            replay = {"t": round(self.cursor, 3), "playing": self.playing}
+            if replay != shown:  # paused: nothing new to send
+                self.publish({**self.frame_at(self.cursor), "replay": replay})
+                shown = replay
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), period)

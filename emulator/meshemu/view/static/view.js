@@ -11,6 +11,8 @@ const PAD_PX = 30;          // map margin
 const LABELS_UP_TO = 64;    // node names on the map for labs up to this size
 const DAEMONS_EVERY_MS = 1000;  // the daemons rewrite their counters every second
 const AIR = { busy: 0, queue: 1, retries: 2, retryDrops: 3, queueDrops: 4, linkDrops: 5 };
+const HEAT_CELL_PX = 16;    // the heat map's resolution (the browser smooths it when it scales it up)
+const HEAT_ALPHA = 110;     // of 255: the links and nodes stay readable on top
 const JUMP_S = 2;           // a frame this far from the previous one (a replay's seek) starts the history again
 const CHANGED_S = 5;        // a changed route stays highlighted this long
 const LOG_ENTRIES = 6;      // route changes listed per flow
@@ -167,11 +169,49 @@ function drawScaleBar(box) {
   text.dataset.px = px.toFixed(1);
 }
 
-function heat(busy) {
+function heatRgb(busy) {
   // #e8eef5 (idle) to #d7301f (always busy)
   const f = Math.min(Math.max(busy, 0), 1);
   const mix = (a, b) => Math.round(a + (b - a) * f);
-  return `rgb(${mix(232, 215)},${mix(238, 48)},${mix(245, 31)})`;
+  return [mix(232, 215), mix(238, 48), mix(245, 31)];
+}
+
+const heat = (busy) => `rgb(${heatRgb(busy).join(",")})`;
+
+function drawHeat(frame, positions) {
+  // Each cell: the busy fraction of the nodes whose carrier-sense range
+  // covers it, weighted by 1/distance² (what a node there would roughly
+  // sense); nothing where no node senses.
+  const canvas = $("heat");
+  canvas.hidden = !$("heat-on").checked;
+  if (canvas.hidden) return;
+  const box = $("map").getBoundingClientRect();
+  const cols = Math.ceil(box.width / HEAT_CELL_PX), rows = Math.ceil(box.height / HEAT_CELL_PX);
+  if (canvas.width !== cols || canvas.height !== rows) {
+    canvas.width = cols; canvas.height = rows;
+    canvas.style.width = `${cols * HEAT_CELL_PX}px`; canvas.style.height = `${rows * HEAT_CELL_PX}px`;
+  }
+  const reach2 = state.meta.ranges.map((r) => (r.cs_m ?? r.rx_m ?? 0) ** 2);
+  const busy = frame.air.map((row) => row[AIR.busy]);
+  const context = canvas.getContext("2d");
+  const image = context.createImageData(cols, rows);
+  for (let r = 0; r < rows; r++) {
+    const y = wy((r + 0.5) * HEAT_CELL_PX);
+    for (let c = 0; c < cols; c++) {
+      const x = wx((c + 0.5) * HEAT_CELL_PX);
+      let weights = 0, sum = 0;
+      for (let i = 0; i < positions.length; i++) {
+        const dx = positions[i][0] - x, dy = positions[i][1] - y, d2 = dx * dx + dy * dy;
+        if (d2 > reach2[i]) continue;
+        const w = 1 / (d2 + 1);
+        weights += w; sum += w * busy[i];
+      }
+      if (weights === 0) continue;
+      const [red, green, blue] = heatRgb(sum / weights), k = 4 * (r * cols + c);
+      image.data[k] = red; image.data[k + 1] = green; image.data[k + 2] = blue; image.data[k + 3] = HEAT_ALPHA;
+    }
+  }
+  context.putImageData(image, 0, 0);
 }
 
 function linkColour(ratio) {
@@ -199,6 +239,7 @@ function draw(frame) {
     group.setAttribute("transform", `translate(${sx(x).toFixed(1)},${sy(y).toFixed(1)})`);
     group.firstChild.setAttribute("fill", heat(frame.air[i][AIR.busy]));
   });
+  drawHeat(frame, positions);
   drawLinks(frame, positions);
   drawPaths(frame, positions);
   drawSelection(frame, positions);
@@ -365,6 +406,7 @@ async function post(path, body) {
 
 function record(frame) {
   const last = state.frame;
+  if (last && frame.t === last.t) return;  // a replay's cursor moved within one recorded frame
   if (last && (frame.t < last.t || frame.t - last.t > JUMP_S)) forgetHistory();
   recordFlows(frame);
   frame.air.forEach((row, i) => {
@@ -577,6 +619,7 @@ function drawFlows(frame) {
 // --- actions: air capture (live), the replay's slider and play button ---
 
 function setUpActions() {
+  $("heat-on").addEventListener("change", () => { if (state.frame) draw(state.frame); });
   if (state.meta.capture) {
     $("capture").hidden = false;
     $("capture").addEventListener("click", toggleCapture);
