@@ -306,7 +306,7 @@ def test_an_air_capture_started_from_the_page_writes_a_pcap(page, lab, captures)
     lab["n0"].run(["ping", "-c", "3", "-i", "0.2", "n1"], check=True, timeout=30)
     page.find_element(By.ID, "capture").click()
     wait_for(page, lambda d: d.execute_script("return window.meshemuView.lastCapture") == str(path))
-    assert page.execute_script("return window.meshemuView.frame.capture") is None
+    wait_for(page, lambda d: d.execute_script("return window.meshemuView.frame.capture") is None)
     with path.open("rb") as capture:
         frames = list(dpkt.pcap.Reader(capture))
     assert len(frames) >= 6  # three echo requests and replies, at least, with their ACKs and RTS/CTS
@@ -349,6 +349,14 @@ def recorded_run(tmp_path_factory):
     return base / "results", record["run_id"]
 
 
+def metres_from(driver, a: str, b: str) -> tuple[float, float]:
+    """Where node b is drawn from node a, in metres by the scale bar (east, north)."""
+    scale = driver.find_element(By.ID, "scale-text")
+    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    (xa, ya), (xb, yb) = screen_position(driver, a), screen_position(driver, b)
+    return (xb - xa) / px_per_metre, (ya - yb) / px_per_metre
+
+
 def seek(driver, t: float) -> None:
     driver.execute_script("const s = document.getElementById('slider'); s.value = arguments[0];"
                           "s.dispatchEvent(new Event('input'))", t)
@@ -364,11 +372,10 @@ def test_the_replay_of_a_recorded_run_shows_its_flow_and_its_slider_moves_the_no
         # Before n3's move and after it: the slider moves the node on the map.
         seek(browser, start)
         wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame.pos[3]") == [600, 0])
-        before = screen_position(browser, "n3")
+        assert metres_from(browser, "n2", "n3") == pytest.approx((200, 0), abs=1)
         seek(browser, end)
         wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame.pos[3]") == [500, 150])
-        after = screen_position(browser, "n3")
-        assert after[0] < before[0] and after[1] < before[1] - 20
+        assert metres_from(browser, "n2", "n3") == pytest.approx((100, 150), abs=1)
         # The flow along its route, with the goodput its receiver reported.
         assert flow_route(browser, "cbr")[:2] == ("n0 n1 n2 n3", "true")
         seek(browser, (start + end) / 2)
