@@ -1,5 +1,6 @@
 """`meshemu view` in a real browser (Debian's chromium, headless, driven by
-selenium) on a chain lab (root)."""
+selenium) on a chain lab with AODV, and the replay of a short recorded run
+(root)."""
 
 from __future__ import annotations
 
