@@ -67,6 +67,16 @@ def test_run_ids_are_stable_and_differ_between_runs(write):
     assert first == again and len(set(first)) == 2
 
 
+def test_a_view_recording_is_in_the_measure_only_when_asked_for(write):
+    text = CHAIN + "traffic:\n  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 1000B}\n"
+    [plain] = _plan(write("a.yaml", text)).runs
+    [recorded] = _plan(write("b.yaml", text + "measure: {view: 500ms}\n")).runs
+    # Runs planned before the recording existed keep their ids.
+    assert "view" not in plain.measure and recorded.measure["view"] == 500_000_000
+    assert plain.run_id != recorded.run_id
+    assert any("measure.view" in problem for problem in problems(write, text + "measure: {view: 0s}\n"))
+
+
 def test_sweep_is_a_cartesian_product_and_a_multi_path_entry_sets_each_path(write):
     p = _plan(write("exp.yaml", CHAIN + """\
 repetitions: 2

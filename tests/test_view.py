@@ -1,5 +1,6 @@
 """`meshemu view` in a real browser (Debian's chromium, headless, driven by
-selenium) on a chain lab (root)."""
+selenium) on a chain lab with AODV, and the replay of a short recorded run
+(root)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import subprocess
 import sys
 import time
 import urllib.error
+from contextlib import contextmanager
 import urllib.request
 from pathlib import Path
 
+import dpkt
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -20,6 +23,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from meshemu.experiment.results import read_records
 from meshemu.lab import Lab
 
 pytestmark = pytest.mark.root
@@ -55,10 +59,10 @@ def lab(tmp_path_factory):
         assert down.returncode == 0, down.stderr
 
 
-@pytest.fixture(scope="module")
-def view(lab):
-    """`meshemu view` of the lab: (its URL, its PID)."""
-    process = subprocess.Popen([sys.executable, "-m", "meshemu", "view", "--lab", LAB], stdout=subprocess.PIPE,
+@contextmanager
+def serving(*args: str):
+    """`meshemu view ARGS...`: (its URL, its PID) while it runs."""
+    process = subprocess.Popen([sys.executable, "-m", "meshemu", "view", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
         ready, _, _ = select.select([process.stdout], [], [], 30)
@@ -69,6 +73,18 @@ def view(lab):
     finally:
         process.terminate()
         assert process.wait(10) == 0
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory):
+    return tmp_path_factory.mktemp("captures")
+
+
+@pytest.fixture(scope="module")
+def view(lab, captures):
+    """`meshemu view` of the lab, showing the flow n0 → n3: (its URL, its PID)."""
+    with serving("--lab", LAB, "--flow", "n0:n3", "--captures", str(captures)) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +126,8 @@ def link_pairs(driver) -> set[str]:
         ".filter(l => l.getAttribute('visibility') === 'visible').map(l => l.dataset.pair)"))
 
 
-def post(url: str, body: dict, headers: dict[str, str]) -> int:
-    request = urllib.request.Request(url + "api/move", data=json.dumps(body).encode(), method="POST",
+def post(url: str, body: dict, headers: dict[str, str], action: str = "api/move") -> int:
+    request = urllib.request.Request(url + action, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", **headers})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -144,6 +160,26 @@ def test_counters_and_link_delivery_appear_after_traffic(page, lab):
         "const s = window.meshemuView; return s.history[1].series[0].some(v => v > 0) && "
         "s.frame.links.some(([a, b, ratio]) => a === 0 && b === 1 && ratio === 1)"))
     assert len(page.find_elements(By.CSS_SELECTOR, '#air-table tr[data-node="n1"] .uplot')) == 4
+
+
+def test_the_busy_heat_covers_what_the_nodes_sense_and_shows_a_busy_relay(page, lab):
+    def heat_at(driver, node: str | None) -> list[int]:
+        """The heat's RGBA under a node (or in the map's top-left corner)."""
+        x, y = screen_position(driver, node) if node else (1, 1)
+        return driver.execute_script(
+            "const c = document.getElementById('heat'), cell = c.clientWidth / c.width;"
+            "return [...c.getContext('2d').getImageData(Math.floor(arguments[0] / cell),"
+            " Math.floor(arguments[1] / cell), 1, 1).data]", x, y)
+
+    assert heat_at(page, "n3")[3] > 0
+    assert heat_at(page, None)[3] == 0  # over 550 m from every node: no node senses there
+    # A flood of pings through n1: the heat under it turns from idle blue-grey towards red.
+    ping = lab["n0"].spawn(["ping", "-c", "100", "-i", "0.05", "-s", "1400", "n2"])
+    try:
+        wait_for(page, lambda d: (lambda rgba: rgba[0] > rgba[2] + 10)(heat_at(d, "n1")), 10)
+    finally:
+        ping.terminate()
+        ping.wait()
 
 
 def test_selecting_a_node_shows_its_ranges_and_neighbours(page):
@@ -232,3 +268,123 @@ def test_the_server_listens_on_loopback_only(view):
             if fields[3] == "0A" and fields[9] in inodes:  # LISTEN, a socket of the view
                 listening.append(fields[1])
     assert listening == [f"0100007F:{port:04X}"]  # 127.0.0.1:PORT and nothing else
+
+
+def flow_route(driver, name: str = "n0→n3") -> tuple[str, str, bool]:
+    """A flow's route on the map: its nodes, whether it reaches the
+    destination, whether it is highlighted as just changed."""
+    return tuple(driver.execute_script(
+        "const l = document.querySelector(`#paths polyline[data-flow=\"${arguments[0]}\"]`);"
+        "return [l.dataset.route, l.dataset.reached, l.classList.contains('changed')]", name))
+
+
+def test_a_flow_is_drawn_along_its_route_and_follows_an_aodv_repair(page, lab):
+    ping = lab["n0"].spawn(["ping", "-i", "0.2", "-w", "90", "n3"])
+    try:
+        wait_for(page, lambda d: flow_route(d)[:2] == ("n0 n1 n2 n3", "true"), 30)
+        # The relay n2 leaves: no node links n1 to n3 any more, the route breaks.
+        lab.move("n2", 400, 700)
+        wait_for(page, lambda d: flow_route(d)[1] == "false", 30)
+        assert "no route beyond" in page.find_element(By.CSS_SELECTOR, '.flow[data-flow="n0→n3"] .route').text
+        # n5 comes between n1 and n3: AODV's next discovery finds the detour,
+        # highlighted on the map as it appears.
+        lab.move("n5", 400, 50)
+        wait_for(page, lambda d: flow_route(d) == ("n0 n1 n5 n3", "true", True), 40)
+        log = [item.text for item in page.find_elements(By.CSS_SELECTOR, '.flow[data-flow="n0→n3"] ol li')]
+        assert len(log) >= 2 and log[0].endswith("⇒ n0 → n1 → n5 → n3"), log
+    finally:
+        ping.terminate()
+        ping.wait()
+        lab.move("n2", 400, 0)
+        lab.move("n5", 1000, 0)
+
+
+def test_an_air_capture_started_from_the_page_writes_a_pcap(page, lab, captures):
+    page.find_element(By.ID, "capture").click()
+    wait_for(page, lambda d: d.execute_script("return window.meshemuView.frame.capture") is not None)
+    path = Path(page.execute_script("return window.meshemuView.frame.capture"))
+    assert path.parent == captures.resolve()
+    lab["n0"].run(["ping", "-c", "3", "-i", "0.2", "n1"], check=True, timeout=30)
+    page.find_element(By.ID, "capture").click()
+    wait_for(page, lambda d: d.execute_script("return window.meshemuView.lastCapture") == str(path))
+    wait_for(page, lambda d: d.execute_script("return window.meshemuView.frame.capture") is None)
+    with path.open("rb") as capture:
+        frames = list(dpkt.pcap.Reader(capture))
+    assert len(frames) >= 6  # three echo requests and replies, at least, with their ACKs and RTS/CTS
+
+
+def test_a_capture_request_without_the_secret_is_refused(view, captures):
+    url, _ = view
+    before = set(captures.iterdir())
+    assert post(url, {"run": True}, {}, "api/capture") == 403
+    assert post(url, {"run": True}, {"X-Meshemu-Token": "guess"}, "api/capture") == 403
+    time.sleep(0.5)
+    assert set(captures.iterdir()) == before
+
+
+REPLAYED = """\
+description: a short run for the view's replay (n3 moves away and up)
+topology:
+  profile: ns2-wavelan
+  routing: aodv
+  generate: {kind: chain, n: 4, spacing: 200m}
+  nodes:
+    n3: {mobility: {model: setdest, moves: [{at: 6s, to: [500m, 150m], speed: 50m/s}]}}
+duration: 12s
+warmup: 2s
+seed: 1
+traffic:
+  - {kind: udp, name: cbr, src: n0, dst: n3, rate: 100kbps, packet: 500B, start: 1s}
+measure: {view: 500ms, drain: 1s}
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded_run(tmp_path_factory):
+    """A short recorded run: (its results directory, its run id)."""
+    base = tmp_path_factory.mktemp("replay")
+    (base / "short.yaml").write_text(REPLAYED)
+    run = meshemu("run", str(base / "short.yaml"), "--out", str(base / "results"), timeout=180)
+    assert run.returncode == 0, run.stderr
+    [record] = read_records(base / "results" / "runs.jsonl")
+    return base / "results", record["run_id"]
+
+
+def metres_from(driver, a: str, b: str) -> tuple[float, float]:
+    """Where node b is drawn from node a, in metres by the scale bar (east, north)."""
+    scale = driver.find_element(By.ID, "scale-text")
+    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    (xa, ya), (xb, yb) = screen_position(driver, a), screen_position(driver, b)
+    return (xb - xa) / px_per_metre, (ya - yb) / px_per_metre
+
+
+def seek(driver, t: float) -> None:
+    driver.execute_script("const s = document.getElementById('slider'); s.value = arguments[0];"
+                          "s.dispatchEvent(new Event('input'))", t)
+
+
+def test_the_replay_of_a_recorded_run_shows_its_flow_and_its_slider_moves_the_nodes(recorded_run, browser):
+    results, run_id = recorded_run
+    with serving(str(results), "--run", run_id) as (url, _):
+        browser.get(url)
+        wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame !== null"))
+        start, end = browser.execute_script("const r = window.meshemuView.meta.replay; return [r.start, r.end]")
+        assert end - start > 10
+        # Before n3's move and after it: the slider moves the node on the map.
+        seek(browser, start)
+        wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame.pos[3]") == [600, 0])
+        assert metres_from(browser, "n2", "n3") == pytest.approx((200, 0), abs=1)
+        seek(browser, end)
+        wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame.pos[3]") == [500, 150])
+        assert metres_from(browser, "n2", "n3") == pytest.approx((100, 150), abs=1)
+        # The flow along its route, with the goodput its receiver reported.
+        assert flow_route(browser, "cbr")[:2] == ("n0 n1 n2 n3", "true")
+        seek(browser, (start + end) / 2)
+        wait_for(browser, lambda d: d.execute_script(
+            "const c = document.querySelector('.flow[data-flow=cbr] [data-chart=goodput]');"
+            "return c.dataset.value !== '' && Number(c.dataset.value) > 50000"))
+        # Play runs the cursor on.
+        browser.find_element(By.ID, "play").click()
+        t = browser.execute_script("return window.meshemuView.frame.replay.t")
+        wait_for(browser, lambda d: d.execute_script("return window.meshemuView.frame.replay.t") > t + 1)
+

@@ -10,9 +10,13 @@ reads what the page measured of itself over --seconds: frames drawn, the
 time to draw one (JavaScript, from a frame's arrival to the SVG and
 sparklines updated), the browser's frame rate (requestAnimationFrame ticks
 per second) and the frames' size; and on the server side the time of one
-snapshot (the medium's stats, positions and links requests). Prints min /
-median / max over the runs. --screenshots: the page of each case's first
-run, with its middle node selected, as PNG in DIR.
+snapshot (the medium's stats, positions and links requests) and of one
+round of route reading for the ping's flow (the page shows it along its
+route: `ip -j route show` in each node on the path); then records the lab
+for --record-seconds as the runner does with `measure: {view: 500ms}` and
+gives the recording's size per node and minute. Prints min / median / max
+over the runs. --screenshots: the page of each case's first run, with its
+middle node selected, as PNG in DIR.
 """
 
 from __future__ import annotations
@@ -34,7 +38,11 @@ from selenium.webdriver.common.by import By
 
 from ..lab import Lab
 from ..topology import load_topology
-from ..view.live import LiveSource
+from ..view.flows import ViewFlow
+from ..view.frames import FrameMaker
+from ..view.live import snapshot
+from ..view.record import Recorder
+from ..view.routes import RouteReader
 
 TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
 MOVING_100 = """\
@@ -53,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--screenshots", type=Path, metavar="DIR")
+    parser.add_argument("--record-seconds", type=float, default=30.0)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         moving = Path(scratch) / "moving100.yaml"
@@ -71,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                 with lab:
                     nodes = list(lab)
                     nodes[0].spawn(["ping", "-q", "-i", "0.1", "-s", "1000", nodes[-1].name])
-                    for key, value in _one_run(lab, options, args.seconds, screenshot).items():
+                    found = _one_run(lab, options, args.seconds, screenshot)
+                    found.update(_recording(lab, args.record_seconds, Path(scratch)))
+                    for key, value in found.items():
                         figures.setdefault(key, []).append(value)
             print(f"{name} ({title}): min / median / max over {args.runs} runs of {args.seconds:.0f} s")
             for key, values in figures.items():
@@ -81,13 +92,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_run(lab: Lab, options: webdriver.ChromeOptions, seconds: float, screenshot: Path | None) -> dict[str, float]:
     snapshot_ms = []
-    source = LiveSource(lab)
+    maker = FrameMaker(list(lab.nodes))
     for _ in range(20):
         started = time.perf_counter()
-        source.maker.frame(source.snapshot())
+        maker.frame(snapshot(lab))
         snapshot_ms.append((time.perf_counter() - started) * 1e3)
-    view = subprocess.Popen([sys.executable, "-m", "meshemu", "view", "--lab", lab.name], stdout=subprocess.PIPE,
-                            text=True)
+    first, last = list(lab.nodes)[0], list(lab.nodes)[-1]
+    reader, route_ms = RouteReader(lab), []
+    for _ in range(20):
+        started = time.perf_counter()
+        [path] = reader.paths([(first, last)])
+        route_ms.append((time.perf_counter() - started) * 1e3)
+    view = subprocess.Popen([sys.executable, "-m", "meshemu", "view", "--lab", lab.name, "--flow", f"{first}:{last}"],
+                            stdout=subprocess.PIPE, text=True)
     driver = None
     try:
         ready, _, _ = select.select([view.stdout], [], [], 60)
@@ -121,7 +138,23 @@ def _one_run(lab: Lab, options: webdriver.ChromeOptions, seconds: float, screens
             "draw ms, max": max(perf["samples"]),
             "browser frame rate (fps)": perf["ticks"] / (perf["elapsed"] / 1e3),
             "frame size (kB)": frame_bytes / 1e3,
-            "server snapshot ms, median": statistics.median(snapshot_ms)}
+            "server snapshot ms, median": statistics.median(snapshot_ms),
+            "route reading ms per round, median": statistics.median(route_ms),
+            "route tables read per round": reader.tables_read / len(route_ms),
+            "nodes on the flow's path": float(len(path.nodes)),
+            "path reaches the destination (1 yes)": float(path.reached)}
+
+
+def _recording(lab: Lab, seconds: float, scratch: Path) -> dict[str, float]:
+    """The size of a recording of the lab (one frame every 0.5 s, the ping's
+    flow along its route), bytes per node and minute."""
+    nodes = list(lab.nodes)
+    path = scratch / "view.jsonl.gz"
+    recorder = Recorder(lab, [ViewFlow("ping", nodes[0], nodes[-1])], path, 0.5)
+    recorder.start()
+    time.sleep(seconds)
+    recorder.stop()
+    return {"recording bytes per node per minute": path.stat().st_size / len(nodes) / (seconds / 60)}
 
 
 if __name__ == "__main__":

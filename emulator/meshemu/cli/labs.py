@@ -57,9 +57,16 @@ def register(command: AddCommand) -> None:
     sub.add_argument("--node", metavar="NODE", help="run tcpdump on the node's wlan0 instead (until Ctrl-C)")
     sub.add_argument("--lab", metavar="LAB")
 
-    sub = command("view", _view, "a live view of a lab in the browser: map, links, air statistics; "
-                                  "drag a node to move it (served on 127.0.0.1)")
+    sub = command("view", _view, "a live view of a lab in the browser: map, links, air statistics, flows "
+                                  "along their routes; drag a node to move it; or the replay of a recorded run: "
+                                  "view RESULTS_DIR --run ID (served on 127.0.0.1)")
+    sub.add_argument("results", nargs="?", metavar="RESULTS_DIR", help="an experiment's results, to replay a run")
+    sub.add_argument("--run", metavar="ID", help="the run to replay (recorded with measure: {view: 500ms})")
     sub.add_argument("--lab", metavar="LAB")
+    sub.add_argument("--flow", action="append", default=[], metavar="SRC:DST",
+                     help="show this flow along its route (repeatable; a run's lab shows the run's flows)")
+    sub.add_argument("--captures", type=Path, default=Path("."), metavar="DIR",
+                     help="where captures started from the page go (default: here)")
     sub.add_argument("--port", type=_port, default=0, help="the port on 127.0.0.1 (default: a free one)")
 
     sub = command("cleanup", _cleanup, "remove everything recorded for a lab (or for every lab), "
@@ -238,10 +245,23 @@ def _port(text: str) -> int:
     return port
 
 
-def _view(args: argparse.Namespace) -> int:
-    from ..view import serve_lab  # aiohttp is imported only by this command
+def _say_now(line: str) -> None:
+    print(line, flush=True)  # the address, for whoever waits for it
 
-    serve_lab(args.lab, args.port, lambda line: print(line, flush=True))
+
+def _view(args: argparse.Namespace) -> int:
+    from ..view import serve_lab, serve_replay  # aiohttp is imported only by this command
+
+    if args.results is not None or args.run is not None:
+        if args.results is None or args.run is None:
+            raise MeshemuError("a replay needs both: meshemu view RESULTS_DIR --run ID")
+        if args.lab is not None or args.flow:
+            raise MeshemuError("--lab and --flow are for a live lab, not a replay")
+        serve_replay(Path(args.results), args.run, args.port, _say_now)
+        return 0
+    if not args.captures.is_dir():
+        raise MeshemuError(f"--captures {args.captures}: no such directory")
+    serve_lab(args.lab, args.port, args.flow, args.captures, _say_now)
     return 0
 
 

@@ -29,6 +29,8 @@ from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
 from .. import queueing
 from ..sim import scenario as sim_scenario
+from ..view import flows as view_flows
+from ..view.record import RECORD_FILE, Recorder
 from . import cpu, metrics, pcap
 from .runs import NS2, SIM, Flow, Run
 
@@ -392,6 +394,8 @@ class Execution:
         lateness = None
         overhead = None
         queue_counters = None
+        recorder: Recorder | None = None
+        clock: dict[str, int] = {}
         try:
             self.phase = "bringing up the lab"
             lab.up()
@@ -400,7 +404,12 @@ class Execution:
             self.phase = "starting receivers"
             self.t0_wall_ns = time.time_ns() + int(LEAD_S * NS)
             self.t0_mono = time.monotonic() + LEAD_S
-            self._write_clock(lab)
+            clock = self._write_clock(lab)
+            flows = view_flows.run_flows(list(run.flows))
+            view_flows.write_run_flows(lab.run_dir, self.dir, flows)  # for `meshemu view` of this lab
+            if run.measure.get("view"):
+                recorder = Recorder(lab, flows, self.dir / RECORD_FILE, run.measure["view"] / NS)
+                recorder.start()
             self._start_receivers(lab)
             self._sleep_until(0)
             self.cpu.end(cpu.BRING_UP)
@@ -417,6 +426,8 @@ class Execution:
                     self._stop_flow_commands(flow)
             lateness = lab.control("lateness")
             self.cpu.end(cpu.RUN)
+            if recorder is not None:
+                recorder.stop()
             self.phase = "draining"
             self._wait_exit({"client"}, CLIENT_GRACE_S)
             self._sleep_until((run.duration_ns + run.measure["drain"]) / NS)
@@ -428,14 +439,18 @@ class Execution:
             routing.save_outputs(lab, self.dir / ROUTING_DIR)
         finally:
             self.phase = "tearing down"
+            if recorder is not None:
+                recorder.stop()
             self._terminate()
             lab.down()
             for file in self.files:
                 file.close()
         self._record_processes()
+        if recorder is not None:
+            recorder.add_samples(self.dir, clock)
         return self._outcome(snapshots, lateness, overhead, queue_counters, started_at)
 
-    def _write_clock(self, lab: Lab) -> None:
+    def _write_clock(self, lab: Lab) -> dict[str, int]:
         """`clock.json`: the run's time 0 and the medium's model time 0 (when
         scripted moves happen) on the wall clock (tcp_info samples, captures)
         and on CLOCK_MONOTONIC (routing daemons' events), so artefacts can be
@@ -447,6 +462,7 @@ class Execution:
                  "model_t0_wall_ns": (before_wall + after_wall) // 2 - model_ns,
                  "model_t0_mono_ns": (before_mono + after_mono) // 2 - model_ns}
         (self.dir / "clock.json").write_text(json.dumps(clock))
+        return clock
 
     def _schedule(self) -> list[tuple[int, str, Flow | None]]:
         """(run time ns, action, flow), in order; snapshots come first at equal times."""

@@ -262,6 +262,8 @@ def _runs_of(document: Document, params: dict[str, Any], choices: dict[str, int]
                 skipped.append(Skipped(params, seed, "; ".join(str(problem) for problem in problems)))
                 continue
         measure = spec.measure.model_dump()
+        if measure["view"] is None:
+            del measure["view"]  # so runs without a recording keep their ids
         runs.append(Run(params, choices, seed, topology, flows, spec.duration, spec.warmup, measure, sysctl, quickack,
                         driver))
     return runs

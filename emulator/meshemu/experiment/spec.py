@@ -164,6 +164,7 @@ class Measure(StrictModel):
     sim_reference: bool = False  # also run the UDP flows through the sim driver
     sim_seeds: Annotated[int, Field(ge=1, le=100)] = 5  # the sim reference's seeds: the run's seed and the next ones
     drain: Duration = 2_000_000_000  # receivers listen this long after the run for packets in flight
+    view: PositiveDuration | None = None  # a recording for `meshemu view RESULTS --run ID`, a frame this often
 
 
 def _sysctl(value: Any) -> dict[str, str]:

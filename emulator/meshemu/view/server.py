@@ -1,5 +1,6 @@
 """The view's HTTP server (aiohttp): the page, its assets, the frames as
-server-sent events, and the actions.
+server-sent events, and the actions (move a node, air capture on a live
+lab; the cursor of a replay).
 
 It listens on 127.0.0.1 only. Whatever reaches it is checked:
 - every request must name this server in `Host` (127.0.0.1:PORT or
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import math
 import secrets
 import signal
 import socket
@@ -26,6 +28,8 @@ from aiohttp import web
 
 from ..errors import MeshemuError
 from .live import LiveSource
+from .replay import ReplaySource
+from .source import FrameSource
 
 TOKEN_HEADER = "X-Meshemu-Token"
 STATIC = resources.files(__package__) / "static"
@@ -34,7 +38,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class ViewServer:
-    def __init__(self, source: LiveSource, port: int = 0):
+    def __init__(self, source: FrameSource, port: int = 0):
         if not (STATIC / "vendor" / "uPlot.iife.min.js").is_file():
             raise MeshemuError(f"the view's assets are missing: {VENDOR_HINT}")
         self.source = source
@@ -59,6 +63,8 @@ class ViewServer:
         app.router.add_get("/api/frames", self._frames)
         app.router.add_get("/api/daemons", self._daemons)
         app.router.add_post("/api/move", self._move)
+        app.router.add_post("/api/capture", self._capture)
+        app.router.add_post("/api/replay", self._replay)
         app.router.add_static("/static/", str(STATIC), follow_symlinks=False)
         return app
 
@@ -117,11 +123,44 @@ class ViewServer:
             self.source.forget(queue)
         return response
 
+    def _live(self) -> LiveSource:
+        if not isinstance(self.source, LiveSource):
+            raise web.HTTPConflict(text="a replay shows what was recorded: it cannot change a lab\n")
+        return self.source
+
     async def _daemons(self, request: web.Request) -> web.Response:
+        if not isinstance(self.source, LiveSource):
+            return web.json_response({})  # a recording has no daemon counters
         try:
             return web.json_response(self.source.daemons(request.query.get("node", "")))
         except MeshemuError as exc:
             raise web.HTTPNotFound(text=f"{exc}\n") from None
+
+    async def _capture(self, request: web.Request) -> web.Response:
+        """{"run": true} starts an air capture into a new file of the
+        server's capture directory, {"run": false} stops it."""
+        body = await _json_object(request)
+        run = body.get("run")
+        if not isinstance(run, bool):
+            raise web.HTTPBadRequest(text='expected {"run": true} or {"run": false}\n')
+        source = self._live()
+        try:
+            path = await asyncio.to_thread(source.capture, run)
+        except MeshemuError as exc:
+            raise web.HTTPBadRequest(text=f"{exc}\n") from None
+        return web.json_response({"ok": True, "capturing": run, "path": None if path is None else str(path)})
+
+    async def _replay(self, request: web.Request) -> web.Response:
+        """{"t": SECONDS} moves the replay's cursor, {"playing": BOOL} plays
+        or pauses it."""
+        body = await _json_object(request)
+        t, playing = body.get("t"), body.get("playing")
+        if not (t is None or (isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t))) \
+                or not (playing is None or isinstance(playing, bool)):
+            raise web.HTTPBadRequest(text='expected {"t": SECONDS, "playing": true|false} (either may be left out)\n')
+        if not isinstance(self.source, ReplaySource):
+            raise web.HTTPConflict(text="this view is live: there is nothing to replay\n")
+        return web.json_response(self.source.seek(None if t is None else float(t), playing))
 
     async def _move(self, request: web.Request) -> web.Response:
         body = await _json_object(request)
@@ -129,7 +168,7 @@ class ViewServer:
         if not isinstance(node, str) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
             raise web.HTTPBadRequest(text='expected {"node": NAME, "x": METRES, "y": METRES}\n')
         try:
-            position = await asyncio.to_thread(self.source.move, node, float(x), float(y))
+            position = await asyncio.to_thread(self._live().move, node, float(x), float(y))
         except MeshemuError as exc:
             raise web.HTTPBadRequest(text=f"{exc}\n") from None
         return web.json_response({"ok": True, "node": node, "position": position})

@@ -1,5 +1,7 @@
 // meshemu view: draws the frames the server streams (frames.py describes
 // them) on an SVG map and in uPlot sparklines; dragging a node POSTs a move.
+// The same page plays a recorded run back (replay.py): a slider and a play
+// button then move the server's cursor.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -9,6 +11,17 @@ const PAD_PX = 30;          // map margin
 const LABELS_UP_TO = 64;    // node names on the map for labs up to this size
 const DAEMONS_EVERY_MS = 1000;  // the daemons rewrite their counters every second
 const AIR = { busy: 0, queue: 1, retries: 2, retryDrops: 3, queueDrops: 4, linkDrops: 5 };
+const HEAT_CELL_PX = 16;    // the heat map's resolution (the browser smooths it when it scales it up)
+const HEAT_ALPHA = 110;     // of 255: the links and nodes stay readable on top
+const JUMP_S = 2;           // a frame this far from the previous one (a replay's seek) starts the history again
+const CHANGED_S = 5;        // a changed route stays highlighted this long
+const LOG_ENTRIES = 6;      // route changes listed per flow
+const FLOW_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b"];
+const FLOW_CHARTS = [
+  { title: "goodput", unit: "kbit/s", colour: "#1f5fa8", scale: 1e-3 },
+  { title: "delay", unit: "ms", colour: "#8e44ad", scale: 1 },
+  { title: "loss", unit: "%", colour: "#c0392b", scale: 100 },
+];
 
 const state = {
   meta: null,
@@ -21,6 +34,10 @@ const state = {
   history: [],           // per node: {t: [], series: [[] x 6]}
   nodeEls: [], linkEls: [], rowEls: [], sparks: [], visibleRows: new Set(),
   detailCharts: [],
+  // per flow: samples, the route seen last ("n0 n1 n2", ✕ when it ends short), its changes
+  flowHistory: [], lastRoutes: [], changedAt: [], routeLog: [], pathEls: [], flowEls: [],
+  sliding: false,        // the replay's slider is held: frames do not move it
+  lastCapture: null,     // the file of the last capture stopped from this page
   // Draw times (ms) and animation-frame ticks, read by the benchmark (meshemu.bench.view).
   perf: { draws: 0, drawMs: 0, maxMs: 0, samples: [], ticks: 0, fps: 0 },
 };
@@ -44,11 +61,13 @@ async function start() {
   document.title = `meshemu view: ${state.meta.lab}`;
   buildNodes();
   buildAirTable();
+  buildFlows();
+  setUpActions();
   const source = new EventSource("/api/frames");
   source.onmessage = (event) => {
     const frame = JSON.parse(event.data);
     if (frame.error) { setStatus(frame.error, true); return; }
-    setStatus("live", false);
+    setStatus(state.meta.replay ? "replay" : "live", false);
     state.pending = frame;
     requestAnimationFrame(drawPending);
   };
@@ -150,11 +169,49 @@ function drawScaleBar(box) {
   text.dataset.px = px.toFixed(1);
 }
 
-function heat(busy) {
+function heatRgb(busy) {
   // #e8eef5 (idle) to #d7301f (always busy)
   const f = Math.min(Math.max(busy, 0), 1);
   const mix = (a, b) => Math.round(a + (b - a) * f);
-  return `rgb(${mix(232, 215)},${mix(238, 48)},${mix(245, 31)})`;
+  return [mix(232, 215), mix(238, 48), mix(245, 31)];
+}
+
+const heat = (busy) => `rgb(${heatRgb(busy).join(",")})`;
+
+function drawHeat(frame, positions) {
+  // Each cell: the busy fraction of the nodes whose carrier-sense range
+  // covers it, weighted by 1/distance² (what a node there would roughly
+  // sense); nothing where no node senses.
+  const canvas = $("heat");
+  canvas.hidden = !$("heat-on").checked;
+  if (canvas.hidden) return;
+  const box = $("map").getBoundingClientRect();
+  const cols = Math.ceil(box.width / HEAT_CELL_PX), rows = Math.ceil(box.height / HEAT_CELL_PX);
+  if (canvas.width !== cols || canvas.height !== rows) {
+    canvas.width = cols; canvas.height = rows;
+    canvas.style.width = `${cols * HEAT_CELL_PX}px`; canvas.style.height = `${rows * HEAT_CELL_PX}px`;
+  }
+  const reach2 = state.meta.ranges.map((r) => (r.cs_m ?? r.rx_m ?? 0) ** 2);
+  const busy = frame.air.map((row) => row[AIR.busy]);
+  const context = canvas.getContext("2d");
+  const image = context.createImageData(cols, rows);
+  for (let r = 0; r < rows; r++) {
+    const y = wy((r + 0.5) * HEAT_CELL_PX);
+    for (let c = 0; c < cols; c++) {
+      const x = wx((c + 0.5) * HEAT_CELL_PX);
+      let weights = 0, sum = 0;
+      for (let i = 0; i < positions.length; i++) {
+        const dx = positions[i][0] - x, dy = positions[i][1] - y, d2 = dx * dx + dy * dy;
+        if (d2 > reach2[i]) continue;
+        const w = 1 / (d2 + 1);
+        weights += w; sum += w * busy[i];
+      }
+      if (weights === 0) continue;
+      const [red, green, blue] = heatRgb(sum / weights), k = 4 * (r * cols + c);
+      image.data[k] = red; image.data[k + 1] = green; image.data[k + 2] = blue; image.data[k + 3] = HEAT_ALPHA;
+    }
+  }
+  context.putImageData(image, 0, 0);
 }
 
 function linkColour(ratio) {
@@ -182,9 +239,13 @@ function draw(frame) {
     group.setAttribute("transform", `translate(${sx(x).toFixed(1)},${sy(y).toFixed(1)})`);
     group.firstChild.setAttribute("fill", heat(frame.air[i][AIR.busy]));
   });
+  drawHeat(frame, positions);
   drawLinks(frame, positions);
+  drawPaths(frame, positions);
   drawSelection(frame, positions);
+  drawFlows(frame);
   drawAirTable();
+  drawActions(frame);
 }
 
 function drawLinks(frame, positions) {
@@ -304,6 +365,7 @@ function beginDrag(event, index, group) {
   const onMove = (e) => {
     if (e.pointerId !== state.drag.pointerId) return;
     if (!state.drag.moved && Math.hypot(e.clientX - state.drag.startX, e.clientY - state.drag.startY) < 4) return;
+    if (state.meta.replay) return;  // a recording cannot be changed
     const box = svgBox();
     state.drag.moved = true;
     state.drag.x = wx(e.clientX - box.left);
@@ -343,6 +405,10 @@ async function post(path, body) {
 // --- the air: sparklines per node (uPlot) ---
 
 function record(frame) {
+  const last = state.frame;
+  if (last && frame.t === last.t) return;  // a replay's cursor moved within one recorded frame
+  if (last && (frame.t < last.t || frame.t - last.t > JUMP_S)) forgetHistory();
+  recordFlows(frame);
   frame.air.forEach((row, i) => {
     const h = state.history[i];
     h.t.push(frame.t);
@@ -428,6 +494,173 @@ function buildDetailCharts() {
 
 function updateDetailCharts() {
   state.detailCharts.forEach((plot, k) => plot.setData(chartData(state.selected, CHARTS[k])));
+}
+
+// --- flows along their routes ---
+
+const nodeName = (index) => state.meta.nodes[index].name;
+
+function routeText(path, reached) {
+  return path.map(nodeName).join(" → ") + (reached ? "" : " ✕");
+}
+
+function buildFlows() {
+  const flows = state.meta.flows || [];
+  $("flows").hidden = flows.length === 0;
+  flows.forEach((flow, k) => {
+    state.flowHistory.push({ t: [], series: FLOW_CHARTS.map(() => []) });
+    state.lastRoutes.push(null); state.changedAt.push(null); state.routeLog.push([]);
+    const colour = FLOW_COLOURS[k % FLOW_COLOURS.length];
+    const line = el("polyline", { stroke: colour, "stroke-width": Math.max(10 - 3 * k, 3), "data-flow": flow.name },
+      $("paths"));
+    const mark = el("text", { fill: colour, "data-flow": flow.name }, $("paths"));
+    state.pathEls.push({ line, mark });
+    const box = document.createElement("div");
+    box.className = "flow";
+    box.dataset.flow = flow.name;
+    box.style.borderColor = colour;
+    const title = document.createElement("h3");
+    title.textContent = `${flow.name}: ${flow.src} → ${flow.dst}` + (flow.kind === "named" ? "" : ` (${flow.kind})`);
+    const route = document.createElement("p");
+    route.className = "route";
+    const charts = document.createElement("div");
+    charts.className = "charts";
+    const plots = FLOW_CHARTS.map((chart, c) => {
+      const cell = charts.appendChild(document.createElement("div"));
+      const caption = cell.appendChild(document.createElement("div"));
+      caption.className = "chart-title";
+      caption.dataset.chart = chart.title;
+      const holder = cell.appendChild(document.createElement("div"));
+      return { caption, plot: makeFlowChart(holder, k, c) };
+    });
+    const log = document.createElement("ol");
+    box.append(title, route, charts, log);
+    $("flow-list").appendChild(box);
+    state.flowEls.push({ route, plots, log });
+  });
+}
+
+function makeFlowChart(holder, k, c) {
+  const chart = FLOW_CHARTS[c];
+  const h = state.flowHistory[k];
+  return new uPlot({
+    width: 140, height: 40, pxAlign: false, padding: [2, 0, 2, 0],
+    scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max || 0, chart.title === "loss" ? 10 : 1)] } },
+    legend: { show: false }, cursor: { show: false }, select: { show: false },
+    axes: [{ show: false }, { show: false }],
+    series: [{}, { stroke: chart.colour, width: 1, points: { show: false }, spanGaps: false }],
+  }, [h.t, h.series[c]], holder);
+}
+
+function recordFlows(frame) {
+  (frame.flows || []).forEach(([path, reached, since, ...values], k) => {
+    const h = state.flowHistory[k];
+    h.t.push(frame.t);
+    values.forEach((v, c) => h.series[c].push(v === null ? null : v * FLOW_CHARTS[c].scale));
+    if (h.t.length > HISTORY) { h.t.shift(); h.series.forEach((series) => series.shift()); }
+    const route = routeText(path, reached);
+    const previous = state.lastRoutes[k];
+    if (previous !== null && previous !== route) {
+      state.changedAt[k] = since;
+      state.routeLog[k].unshift({ t: since, from: previous, to: route });
+      state.routeLog[k].length = Math.min(state.routeLog[k].length, LOG_ENTRIES);
+    }
+    state.lastRoutes[k] = route;
+  });
+}
+
+function forgetHistory() {
+  for (const h of [...state.history, ...state.flowHistory]) {
+    h.t.length = 0;
+    h.series.forEach((series) => { series.length = 0; });
+  }
+  state.lastRoutes.fill(null); state.changedAt.fill(null);
+  state.routeLog.forEach((log) => { log.length = 0; });
+}
+
+const recentlyChanged = (frame, k) => state.changedAt[k] !== null && frame.t - state.changedAt[k] < CHANGED_S;
+
+function drawPaths(frame, positions) {
+  (frame.flows || []).forEach(([path, reached], k) => {
+    const { line, mark } = state.pathEls[k];
+    line.setAttribute("points", path.map((i) => `${sx(positions[i][0]).toFixed(1)},${sy(positions[i][1]).toFixed(1)}`).join(" "));
+    line.classList.toggle("broken", !reached);
+    line.classList.toggle("changed", recentlyChanged(frame, k));
+    line.dataset.route = path.map(nodeName).join(" ");
+    line.dataset.reached = reached;
+    const [x, y] = positions[path[path.length - 1]];
+    mark.setAttribute("x", (sx(x) + 8).toFixed(1)); mark.setAttribute("y", (sy(y) + 16 + 12 * k).toFixed(1));
+    mark.textContent = reached ? "" : `✕ ${state.meta.flows[k].name}: no route on`;
+  });
+}
+
+function drawFlows(frame) {
+  (frame.flows || []).forEach(([path, reached, since, ...values], k) => {
+    const { route, plots, log } = state.flowEls[k];
+    route.textContent = reached
+      ? `route ${routeText(path, reached)} (${path.length - 1} hops, since t = ${since.toFixed(1)} s)`
+      : `no route beyond ${nodeName(path[path.length - 1])}: ${routeText(path, reached)}`;
+    route.classList.toggle("changed", recentlyChanged(frame, k));
+    route.classList.toggle("broken", !reached);
+    plots.forEach(({ caption, plot }, c) => {
+      const chart = FLOW_CHARTS[c], v = values[c];
+      caption.textContent = `${chart.title} ${v === null ? "–" : (v * chart.scale).toFixed(c === 2 ? 1 : 0)} ${chart.unit}`;
+      caption.dataset.value = v === null ? "" : v;
+      plot.setData([state.flowHistory[k].t, state.flowHistory[k].series[c]]);
+    });
+    log.replaceChildren(...state.routeLog[k].map((change) => {
+      const item = document.createElement("li");
+      item.textContent = `t = ${change.t.toFixed(1)} s: ${change.from} ⇒ ${change.to}`;
+      return item;
+    }));
+  });
+}
+
+// --- actions: air capture (live), the replay's slider and play button ---
+
+function setUpActions() {
+  $("heat-on").addEventListener("change", () => { if (state.frame) draw(state.frame); });
+  if (state.meta.capture) {
+    $("capture").hidden = false;
+    $("capture").addEventListener("click", toggleCapture);
+  }
+  if (state.meta.replay) {
+    $("replay").hidden = false;
+    const slider = $("slider");
+    slider.min = state.meta.replay.start;
+    slider.max = state.meta.replay.end;
+    slider.addEventListener("pointerdown", () => { state.sliding = true; });
+    slider.addEventListener("pointerup", () => { state.sliding = false; });
+    slider.addEventListener("input", () => act("/api/replay", { t: Number(slider.value) }));
+    $("play").addEventListener("click", () => act("/api/replay", { playing: !(state.frame && state.frame.replay.playing) }));
+  }
+}
+
+async function act(path, body) {
+  try {
+    return await post(path, body);
+  } catch (error) {
+    setStatus(String(error), true);
+    return null;
+  }
+}
+
+async function toggleCapture() {
+  const answer = await act("/api/capture", { run: !(state.frame && state.frame.capture) });
+  if (answer && !answer.capturing) state.lastCapture = answer.path;
+}
+
+function drawActions(frame) {
+  if (state.meta.capture) {
+    $("capture").textContent = frame.capture ? "stop air capture" : "start air capture";
+    $("capture-file").textContent = frame.capture ? `capturing into ${frame.capture}`
+      : state.lastCapture ? `captured into ${state.lastCapture}` : "";
+  }
+  if (frame.replay) {
+    if (!state.sliding) $("slider").value = frame.replay.t;
+    $("play").textContent = frame.replay.playing ? "pause" : "play";
+    $("replay-time").textContent = `${frame.replay.t.toFixed(1)} / ${state.meta.replay.end.toFixed(1)} s`;
+  }
 }
 
 start().catch((error) => setStatus(String(error), true));
