@@ -30,7 +30,8 @@ RUNTIME = {
     "experiment.results", "experiment.metrics", "experiment.cpu", "experiment.pcap", "experiment.report",
     "experiment.stats", "experiment.demo",
     "ns2", "ns2.driver", "ns2.trace", "sim", "sim.driver",
-    "view", "view.live", "view.frames", "view.ranges", "view.server",
+    "view", "view.live", "view.frames", "view.ranges", "view.server", "view.flows", "view.record", "view.replay",
+    "view.routes", "view.source",
     "bench", "bench.bringup", "bench.control", "bench.hwsim", "bench.idle", "bench.soak", "bench.validate",
     "bench.view",
 }
