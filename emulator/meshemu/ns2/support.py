@@ -28,8 +28,8 @@ Refused, and why:
   and no `cc` at all, which is the kernel's default in a lab);
 - lab measurements that add metrics: `measure.capture` (the TCP senders'
   data/ACK events), `measure.sim_reference` (the sim driver's goodput);
-  `measure.stats_interval` only adds a time series of a lab's counters and
-  is ignored.
+  `measure.stats_interval` and `measure.view` only add a time series of a
+  lab's counters and a recording for `meshemu view` and are ignored.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _setup(document: Document, spec: "ExperimentSpec", topology: "Topology", ref
         refuse(("topology", "links"), "ns-2's WirelessPhy has no per-link bit error rate or extra loss")
     if spec.sysctl:
         refuse(("sysctl",), "sysctl sets the Linux kernels of a lab's nodes; ns-2 nodes have none")
-    # stats_interval only adds a time series of a lab's counters (stats.jsonl), no metric: ns-2 runs have none.
+    # stats_interval and view only add a lab's counters over time and a recording, no metric: ns-2 runs have none.
     for key in ("capture", "sim_reference"):
         if getattr(spec.measure, key):
             refuse(("measure", key), f"measure.{key} adds metrics of labs (a capture of the TCP senders, the "

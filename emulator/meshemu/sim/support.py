@@ -15,8 +15,9 @@ Refused, and why:
   radios of a lab's nodes;
 - lab measurements that add metrics: `measure.capture` (the TCP senders'
   data/ACK events) and `measure.sim_reference` (the sim's goodput beside a
-  lab's: here it would be the run itself). `measure.stats_interval` only
-  adds a time series of a lab's counters and is ignored, as is
+  lab's: here it would be the run itself). `measure.stats_interval` and
+  `measure.view` only add a time series of a lab's counters and a
+  recording for `meshemu view` and are ignored, as is
   `measure.drain` (the sim stops at the run's end: sim/scenario.py).
 """
 
