@@ -10,7 +10,7 @@ log) and drops the packets that needed them. A node holds an entry for each
 neighbour it talks to, so a 300-node grid alone needs more than 1024.
 
 So each lab records in its state how many entries its nodes may hold
-(`entries`), and `update()` sets the two limits for the sum over the labs
+(`arp_entries`, from `entries()`), and `update()` sets the two limits for the sum over the labs
 that are up, on top of what the host had. When no lab needs more than the
 host's own limits, they are put back as they were: a lab leaves the host as
 it found it, also after `meshemu cleanup`.
@@ -50,7 +50,7 @@ class Limits:
         return cls(*(int((SYSCTLS / name).read_text()) for name in ("gc_thresh2", "gc_thresh3")))
 
     def write(self) -> None:
-        # gc_thresh2 may not exceed gc_thresh3 at any moment: raise 3 first, lower it last.
+        # gc_thresh2 stays at or below gc_thresh3 at every step: raise 3 first, lower it last.
         order = ("gc_thresh3", "gc_thresh2") if self.gc_thresh3 >= Limits.read().gc_thresh3 else \
             ("gc_thresh2", "gc_thresh3")
         for name in order:
