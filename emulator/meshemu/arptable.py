@@ -84,7 +84,7 @@ def update() -> str | None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         current = Limits.read()
         host = Limits(**json.loads(SAVED.read_text())) if SAVED.exists() else current
-        wanted = limits_for(host, _demand())
+        wanted = limits_for(host, demand())
         if wanted != current:
             if wanted != host and not SAVED.exists():
                 _save(host)
@@ -100,7 +100,8 @@ def update() -> str | None:
             f"{wanted.gc_thresh2}, gc_thresh3 {current.gc_thresh3} -> {wanted.gc_thresh3}")
 
 
-def _demand() -> int:
+def demand() -> int:
+    """The entries the labs that are up may hold, by their states."""
     total = 0
     for name in lab_names():
         try:
