@@ -26,6 +26,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from ..errors import MeshemuError
+from ..experiment.metrics import data_socket
 from .routes import Path
 
 # In a lab's directory while a run uses it: {"artefacts": DIR, "flows": [...]}.
@@ -155,14 +156,10 @@ def _udp_samples(rows: list[dict[str, Any]], t0_ns: int) -> list[list[float | No
 
 
 def _tcp_samples(rows: list[dict[str, Any]], port: int | None, t0_ns: int) -> list[list[float | None]]:
-    """One sample per SAMPLE_S of the busiest connection to the port."""
-    by_connection: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for row in rows:
-        if row.get("dport") == port:
-            by_connection.setdefault((row["src"], row["sport"]), []).append(row)
-    if not by_connection:
+    """One sample per SAMPLE_S of the connection that carried the data."""
+    connection = data_socket(rows, port) if port is not None else []
+    if not connection:
         return []
-    connection = max(by_connection.values(), key=lambda r: r[-1]["bytes_acked"])
     found = []
     before = connection[0]
     for row in connection[1:]:
