@@ -32,8 +32,8 @@ RUNTIME = {
     "ns2", "ns2.driver", "ns2.trace", "sim", "sim.driver",
     "view", "view.live", "view.frames", "view.ranges", "view.server", "view.flows", "view.record", "view.replay",
     "view.routes", "view.source",
-    "bench", "bench.bringup", "bench.control", "bench.hwsim", "bench.idle", "bench.soak", "bench.validate",
-    "bench.view",
+    "bench", "bench.bringup", "bench.control", "bench.figures", "bench.frames", "bench.hwsim", "bench.idle",
+    "bench.lateness", "bench.proc", "bench.soak", "bench.validate", "bench.view",
 }
 LAYERS = [("base", BASE), ("configuration", CONFIGURATION), ("runtime", RUNTIME)]
 

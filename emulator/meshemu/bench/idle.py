@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -29,6 +28,8 @@ from pathlib import Path
 
 from ..errors import MeshemuError
 from ..lab import Lab
+from .figures import comma_list, spread
+from .proc import usage
 
 # Daemon -> the topology's routing and queueing lines.
 DAEMONS = {
@@ -54,28 +55,6 @@ def topology_text(name: str, nodes: int, daemon: str) -> str:
     if queueing_line:
         lines.append(queueing_line)
     return "\n".join(lines) + "\n"
-
-
-@dataclass
-class Usage:
-    """What /proc says of a set of processes at one moment."""
-
-    cpu_seconds: float
-    switches: int
-
-
-def usage(pids: list[int]) -> Usage:
-    """CPU time (the scheduler's, in ns: /proc/PID/stat counts 10 ms ticks)
-    and context switches of every thread of `pids`."""
-    cpu_ns = 0
-    switches = 0
-    for pid in pids:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            cpu_ns += int((task / "schedstat").read_text().split()[0])
-            for line in (task / "status").read_text().splitlines():
-                if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
-                    switches += int(line.split()[1])
-    return Usage(cpu_ns / 1e9, switches)
 
 
 def memory_kib(pid: int) -> tuple[int, int]:
@@ -137,10 +116,6 @@ def measure(nodes: int, daemon: str, settle: float, seconds: float, name: str) -
     )
 
 
-def spread(values: list[float], digits: int) -> str:
-    return "/".join(f"{v:.{digits}f}" for v in (min(values), statistics.median(values), max(values)))
-
-
 COLUMNS = (  # (heading, field, digits)
     ("daemon CPU %", "daemon_cpu_percent", 4),
     ("daemon wake-ups/s", "daemon_wakeups", 2),
@@ -150,10 +125,6 @@ COLUMNS = (  # (heading, field, digits)
     ("medium wake-ups/s", "medium_wakeups", 0),
     ("medium RSS KiB/node", "medium_rss_kib_per_node", 0),
 )
-
-
-def comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:

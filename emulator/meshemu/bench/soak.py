@@ -54,6 +54,7 @@ from ..lab import Lab
 from ..queueing import PROGRAM as BPD_PROGRAM
 from ..state import lab_names, read_state
 from ..topology import load_topology
+from .lateness import quantiles
 
 REPO = Path(__file__).resolve().parents[3]
 STRIP = REPO / "experiments" / "tcp-variants" / "strip.yaml"
@@ -229,23 +230,6 @@ def rss_kib(pid: int) -> int | None:
     except OSError:
         return None
     return None
-
-
-def quantiles(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, float]:
-    """p50, p99 and the largest bucket's edge of the lateness between two
-    readings of the medium's cumulative histogram (bucket upper edges)."""
-    counts = [(bucket["lt_ns"], bucket["count"] - old["count"]) for bucket, old in zip(after, before)]
-    total = sum(count for _, count in counts)
-
-    def edge(fraction: float) -> float:
-        seen = 0
-        for lt_ns, count in counts:
-            seen += count
-            if total and seen >= fraction * total:
-                return float("inf") if lt_ns is None else lt_ns / 1e3
-        return 0.0
-
-    return {"p50_us": edge(0.5), "p99_us": edge(0.99), "max_us": edge(1.0)}
 
 
 def stuck_routes(lab: Lab) -> tuple[int, list[str]]:
