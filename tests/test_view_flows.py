@@ -114,21 +114,28 @@ def test_tfrc_samples_from_the_senders_feedback_trace(tmp_path):
     assert found == [[4.0, 3e5, 25.0, 0.01], [5.0, 5e5, 26.0, 0.02]]
 
 
-def write_recording(path, frames, flow_samples):
-    meta = {"lab": "x", "nodes": [{"name": "n0", "ip": "10.0.0.1"}, {"name": "n1", "ip": "10.0.0.2"}],
-            "ranges": [], "flows": [{"name": "f", "src": "n0", "dst": "n1", "kind": "udp"}]}
+META = {"lab": "x", "nodes": [{"name": "n0", "ip": "10.0.0.1"}, {"name": "n1", "ip": "10.0.0.2"}],
+        "ranges": [{"rx_m": 250.0, "cs_m": 550.0, "rx_threshold_dbm": -64.4}] * 2,
+        "flows": [{"name": "f", "src": "n0", "dst": "n1", "kind": "udp"}]}
+
+
+def recorded_frame(t: float) -> dict:
+    return {"t": t, "pos": [[0, 0], [100 + t, 0]], "air": [[0.5, 1, 0, 0, 0, 0]] * 2,
+            "links": [[0, 1, 1.0, -60.0, True]], "flows": [[[0, 1], True, 0.0]]}
+
+
+def write_recording(path, lines, flow_samples=None):
     with gzip.open(path, "wt") as out:
-        out.write(json.dumps({"meta": meta}) + "\n")
-        out.writelines(json.dumps(frame) + "\n" for frame in frames)
-    with gzip.open(path, "at") as out:  # the runner appends the samples as a second member
-        out.write(json.dumps({"samples": flow_samples}) + "\n")
+        out.writelines(json.dumps(line) + "\n" for line in lines)
+    if flow_samples is not None:
+        with gzip.open(path, "at") as out:  # the runner appends the samples as a second member
+            out.write(json.dumps({"samples": flow_samples}) + "\n")
 
 
 def test_a_recording_plays_back_with_its_flows_samples(tmp_path):
-    frames = [{"t": t, "pos": [[0, 0], [100 + t, 0]], "air": [], "links": [], "flows": [[[0, 1], True, 0.0]]}
-              for t in (0.0, 0.5, 1.0, 1.5)]
     path = tmp_path / "view.jsonl.gz"
-    write_recording(path, frames, [[[1.0, 8000.0, 3.0, 0.0]]])
+    write_recording(path, [{"meta": META}, *(recorded_frame(t) for t in (0.0, 0.5, 1.0, 1.5))],
+                    [[[1.0, 8000.0, 3.0, 0.0]]])
     meta, loaded, found = load(path)
     assert meta["flows"][0]["name"] == "f" and len(loaded) == 4 and found == [[[1.0, 8000.0, 3.0, 0.0]]]
 
@@ -148,6 +155,44 @@ def test_a_recording_plays_back_with_its_flows_samples(tmp_path):
         assert first["replay"]["playing"] and later["replay"]["t"] > first["replay"]["t"]
 
     asyncio.run(play())
+
+
+FRAME = recorded_frame(1.0)
+
+
+@pytest.mark.parametrize("lines, line, problem", [
+    ([{"meta": META}, [FRAME]], 2, "a line must be a JSON object"),
+    ([{"meta": META}, {**FRAME, "t": "1.0"}], 2, "t: Input should be a valid number"),
+    ([{"meta": META}, {**FRAME, "pos": [[0, 0]]}], 2, "1 positions and 2 air rows for 2 nodes"),
+    ([{"meta": META}, {**FRAME, "air": [[0.5, 1]] * 2}], 2, "air.0: List should have at least 6 items"),
+    ([{"meta": META}, {**FRAME, "links": [[0, 2, 1.0, -60.0, True]]}], 2, "a link names a node index beyond"),
+    ([{"meta": META}, {**FRAME, "flows": []}], 2, "paths of 0 flows for 1"),
+    ([{"meta": META}, {**FRAME, "flows": [[[0, 5], True, 0.0]]}], 2, "a flow's path names a node index beyond"),
+    ([{"meta": META}, {**FRAME, "capture": "/x"}], 2, "capture: Extra inputs are not permitted"),
+    ([{"meta": META}, FRAME, recorded_frame(0.5)], 3, "t goes back from 1.0 to 0.5"),
+    ([FRAME], 1, "does not start with its meta line"),
+    ([{"meta": {**META, "nodes": "n0 n1"}}], 1, "meta.nodes: Input should be a valid array"),
+    ([{"meta": META}, {"meta": META}], 2, "a second meta line"),
+    ([{"meta": META}, FRAME, {"samples": []}], 3, "samples of 0 flows for 1"),
+])
+def test_a_malformed_recording_is_refused_with_its_line(tmp_path, lines, line, problem):
+    path = tmp_path / "view.jsonl.gz"
+    write_recording(path, lines)
+    with pytest.raises(MeshemuError) as refused:
+        load(path)
+    assert str(refused.value).startswith(f"{path}:{line}: ") and problem in str(refused.value)
+
+
+def test_a_recording_cut_short_or_not_json_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "view.jsonl.gz"
+    with gzip.open(path, "wb") as out:
+        out.write(json.dumps({"meta": META}).encode() + b"\n" + b'{"t": 1.0, "pos"\n')
+    with pytest.raises(MeshemuError, match=f"^{path}:2: Invalid JSON"):
+        load(path)
+    with gzip.open(path, "wb") as out:
+        out.write(json.dumps({"meta": META}).encode() + b"\n\xff\xfe\n")
+    with pytest.raises(MeshemuError, match=f"^{path}:2: Invalid JSON"):
+        load(path)
 
 
 def test_a_replay_names_what_is_missing(tmp_path):
