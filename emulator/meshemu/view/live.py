@@ -34,6 +34,13 @@ DAEMON_COUNTERS = {**{kind.daemon: kind.counters for kind in ROUTING_KINDS.value
                    "bpd": queueing.COUNTERS}
 
 
+def lab_meta(lab: Lab, flows: list[ViewFlow]) -> dict[str, Any]:
+    """What the page needs once, live or replayed: the nodes, their radio
+    ranges (they take the model a moment), the flows."""
+    return {"lab": lab.name, "nodes": [{"name": node.name, "ip": node.ip} for node in lab],
+            "ranges": radio_ranges(lab.config), "flows": [flow.meta() for flow in flows]}
+
+
 def snapshot(lab: Lab) -> Snapshot:
     stats = lab.control("stats", peers=True)
     positions = lab.control("positions")
@@ -85,11 +92,7 @@ class LiveSource(FrameSource):
     def __init__(self, lab: Lab, flows: list[ViewFlow] | None = None, capture_dir: Path = Path(".")):
         artefacts, found = read_run_flows(lab.run_dir)
         self.flow_frames = FlowFrames(lab, flows or found, artefacts if not flows else None)
-        super().__init__({"lab": lab.name,
-                          "nodes": [{"name": node.name, "ip": node.ip} for node in lab],
-                          "ranges": radio_ranges(lab.config),
-                          "flows": [flow.meta() for flow in self.flow_frames.flows],
-                          "capture": True})
+        super().__init__({**lab_meta(lab, self.flow_frames.flows), "capture": True})
         self.lab = lab
         self.names = list(lab.nodes)
         self.maker = FrameMaker(self.names)

@@ -24,8 +24,7 @@ from ..errors import MeshemuError
 from ..lab import Lab
 from .flows import PathTracker, ViewFlow, samples
 from .frames import FrameMaker
-from .live import snapshot
-from .ranges import radio_ranges
+from .live import lab_meta, snapshot
 from .routes import RouteReader
 
 RECORD_FILE = "view.jsonl.gz"
@@ -56,9 +55,7 @@ class Recorder:
         reader = RouteReader(self.lab)
         tracker = PathTracker(self.flows, maker.index)
         pairs = [(flow.src, flow.dst) for flow in self.flows]
-        # The ranges take the model a moment: here, not in the runner's schedule.
-        meta = {"lab": self.lab.name, "nodes": [{"name": node.name, "ip": node.ip} for node in self.lab],
-                "ranges": radio_ranges(self.lab.config), "flows": [flow.meta() for flow in self.flows]}
+        meta = lab_meta(self.lab, self.flows)  # here, not in the runner's schedule: the ranges take a moment
         with gzip.open(self.path, "wt") as out:
             out.write(_line({"meta": meta}))
             due = time.monotonic()
