@@ -11,7 +11,8 @@ import json
 import pytest
 
 from meshemu.errors import MeshemuError
-from meshemu.view.flows import PathTracker, ViewFlow, latest, named_flows, samples
+from meshemu.view.flows import (RUN_FLOWS_FILE, PathTracker, ViewFlow, latest, named_flows, read_run_flows, samples,
+                                 write_run_flows)
 from meshemu.view.replay import ReplaySource, load, recording_of
 from meshemu.view.routes import Path, parse_table, trace
 
@@ -72,6 +73,16 @@ def test_named_flows_are_checked_against_the_lab():
     for spec, problem in (("n0", "expected SRC:DST"), ("n0:n9", "no node 'n9'"), ("n0:n0", "the same node")):
         with pytest.raises(MeshemuError, match=problem):
             named_flows([spec], ["n0", "n4"])
+
+
+def test_a_runs_flows_are_read_back_and_a_broken_file_is_named(tmp_path):
+    flows = [ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001, 1.0), ViewFlow("t", "n2", "n0", "tcp", None, 5201)]
+    write_run_flows(tmp_path, tmp_path / "run", flows)
+    assert read_run_flows(tmp_path) == (tmp_path / "run", flows)
+    assert read_run_flows(tmp_path / "plain-lab") == (None, [])
+    (tmp_path / RUN_FLOWS_FILE).write_text('{"artefacts": "/x", "flows": [{"name": "u"}]}')
+    with pytest.raises(MeshemuError, match=f"^{tmp_path / RUN_FLOWS_FILE}: not the flows of a run"):
+        read_run_flows(tmp_path)
 
 
 def test_udp_samples_from_the_receivers_interval_reports(tmp_path):

@@ -79,11 +79,14 @@ def write_run_flows(lab_dir: FilePath, artefacts: FilePath, flows: list[ViewFlow
 
 def read_run_flows(lab_dir: FilePath) -> tuple[FilePath | None, list[ViewFlow]]:
     """The flows of the run using the lab (none for a plain lab)."""
+    path = lab_dir / RUN_FLOWS_FILE
     try:
-        found = json.loads((lab_dir / RUN_FLOWS_FILE).read_text())
+        found = json.loads(path.read_text())
+        return FilePath(found["artefacts"]), [ViewFlow(**flow) for flow in found["flows"]]
     except FileNotFoundError:
         return None, []
-    return FilePath(found["artefacts"]), [ViewFlow(**flow) for flow in found["flows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MeshemuError(f"{path}: not the flows of a run ({exc})") from None
 
 
 class PathTracker:
@@ -188,6 +191,6 @@ def latest(found: list[list[float | None]], t: float) -> list[float | None]:
     before the first; after 3 s without one nothing arrived (goodput 0,
     delay and loss unknown)."""
     for sample in reversed(found):
-        if sample[0] is not None and sample[0] <= t:
+        if sample[0] <= t:
             return sample[1:] if t - sample[0] <= STALE_S else [0.0, None, None]
     return [None, None, None]
