@@ -48,6 +48,17 @@ def snapshot(lab: Lab) -> Snapshot:
     return Snapshot(stats["time_ns"], positions["nodes"], stats["nodes"], links["links"])
 
 
+def new_capture_file(directory: Path, lab_name: str) -> Path:
+    """air-LAB-YYYYmmdd-HHMMSS.pcap in the directory, with -2, -3... when a
+    capture of the same second is there (the medium would truncate it)."""
+    stem = f"air-{lab_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, count = directory / f"{stem}.pcap", 1
+    while path.exists():
+        count += 1
+        path = directory / f"{stem}-{count}.pcap"
+    return path.resolve()
+
+
 class FlowFrames:
     """The `flows` part of frames: paths from the routing tables and, for a
     run's flows, their newest samples."""
@@ -147,10 +158,11 @@ class LiveSource(FrameSource):
         names a path) or stop the air capture, as `meshemu capture
         start FILE | stop`; the file."""
         if run:
-            path = (self.capture_dir / f"air-{self.lab.name}-{time.strftime('%Y%m%d-%H%M%S')}.pcap").resolve()
+            path = new_capture_file(self.capture_dir, self.lab.name)
             self.lab.capture(path, run=True)
             self.capturing = path
             return path
         path, self.capturing = self.capturing, None
         self.lab.capture(None, run=False)
         return path
+
