@@ -17,10 +17,11 @@ const JUMP_S = 2;           // a frame this far from the previous one (a replay'
 const CHANGED_S = 5;        // a changed route stays highlighted this long
 const LOG_ENTRIES = 6;      // route changes listed per flow
 const FLOW_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b"];
+// scale: from the frame's unit to the shown one; least: the y axis's top when the values stay below it.
 const FLOW_CHARTS = [
-  { title: "goodput", unit: "kbit/s", colour: "#1f5fa8", scale: 1e-3 },
-  { title: "delay", unit: "ms", colour: "#8e44ad", scale: 1 },
-  { title: "loss", unit: "%", colour: "#c0392b", scale: 100 },
+  { title: "goodput", unit: "kbit/s", colour: "#1f5fa8", scale: 1e-3, least: 1, digits: 0 },
+  { title: "delay", unit: "ms", colour: "#8e44ad", scale: 1, least: 1, digits: 0 },
+  { title: "loss", unit: "%", colour: "#c0392b", scale: 100, least: 10, digits: 1 },
 ];
 
 const state = {
@@ -545,7 +546,7 @@ function makeFlowChart(holder, k, c) {
   const h = state.flowHistory[k];
   return new uPlot({
     width: 140, height: 40, pxAlign: false, padding: [2, 0, 2, 0],
-    scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max || 0, chart.title === "loss" ? 10 : 1)] } },
+    scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max || 0, chart.least)] } },
     legend: { show: false }, cursor: { show: false }, select: { show: false },
     axes: [{ show: false }, { show: false }],
     series: [{}, { stroke: chart.colour, width: 1, points: { show: false }, spanGaps: false }],
@@ -604,7 +605,7 @@ function drawFlows(frame) {
     route.classList.toggle("broken", !reached);
     plots.forEach(({ caption, plot }, c) => {
       const chart = FLOW_CHARTS[c], v = values[c];
-      caption.textContent = `${chart.title} ${v === null ? "–" : (v * chart.scale).toFixed(c === 2 ? 1 : 0)} ${chart.unit}`;
+      caption.textContent = `${chart.title} ${v === null ? "–" : (v * chart.scale).toFixed(chart.digits)} ${chart.unit}`;
       caption.dataset.value = v === null ? "" : v;
       plot.setData([state.flowHistory[k].t, state.flowHistory[k].series[c]]);
     });
