@@ -232,6 +232,15 @@ def test_dragging_a_node_moves_it_in_the_lab(page, lab):
     lab.move("n5", 1000, 0)
 
 
+def test_an_action_the_server_refuses_stays_on_the_page_with_its_reason(page):
+    page.execute_script('act("/api/move", {node: "n99", x: 0, y: 0})')
+    time.sleep(1)  # four frames: each renews the status line, not the action's error
+    error = page.find_element(By.ID, "action-error").text
+    assert error == "Error: /api/move: 400 lab 'tview' has no node 'n99'", error
+    page.execute_script('act("/api/move", {node: "n4", x: 800, y: 0})')
+    wait_for(page, lambda d: d.find_element(By.ID, "action-error").text == "")
+
+
 def test_a_post_without_the_secret_or_from_another_origin_is_refused(view, lab):
     url, _ = view
     token = token_of(url)
