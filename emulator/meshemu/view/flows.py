@@ -26,7 +26,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from ..errors import MeshemuError
-from ..experiment.metrics import data_socket
+from ..experiment.metrics import data_socket, read_jsonl
 from .routes import Path
 
 # In a lab's directory while a run uses it: {"artefacts": DIR, "flows": [...]}.
@@ -114,9 +114,9 @@ def samples(flow: ViewFlow, artefacts: FilePath, clock: dict[str, int]) -> list[
     clock.json)."""
     t0_ns = clock["model_t0_wall_ns"]
     if flow.kind == "udp" and flow.tool == "meshemu-udp":
-        return _udp_samples(_jsonl(artefacts / f"{flow.name}.recv.jsonl"), t0_ns)
+        return _udp_samples(read_jsonl(artefacts / f"{flow.name}.recv.jsonl"), t0_ns)
     if flow.kind == "tcp":
-        return _tcp_samples(_jsonl(artefacts / f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
+        return _tcp_samples(read_jsonl(artefacts / f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
     if flow.kind == "tfrc":
         # The trace's times count from the sender's start, the flow's start.
         offset_s = (clock["run_t0_wall_ns"] - t0_ns) / 1e9 + flow.start_s
@@ -126,24 +126,7 @@ def samples(flow: ViewFlow, artefacts: FilePath, clock: dict[str, int]) -> list[
 
 def tfrc_feedback(flow: ViewFlow, artefacts: FilePath) -> list[dict[str, Any]]:
     """The feedback lines of a tfrc sender's trace, as written so far."""
-    return [row for row in _jsonl(artefacts / f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
-
-
-def _jsonl(path: FilePath) -> list[dict[str, Any]]:
-    """The complete lines of a file a tool may still be writing."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    rows = []
-    for line in text.splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
+    return [row for row in read_jsonl(artefacts / f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
 
 
 def _udp_samples(rows: list[dict[str, Any]], t0_ns: int) -> list[list[float | None]]:
