@@ -14,7 +14,7 @@ from meshemu.errors import MeshemuError
 from meshemu.view.flows import (RUN_FLOWS_FILE, PathTracker, ViewFlow, latest, named_flows, read_run_flows, samples,
                                  write_run_flows)
 from meshemu.view.replay import ReplaySource, load, recording_of
-from meshemu.view.routes import Path, parse_table, trace
+from meshemu.view.routes import NodePath, parse_table, trace
 
 IPS = {f"10.0.0.{i + 1}": f"n{i}" for i in range(5)}
 SUBNET = {"dst": "10.0.0.0/16", "dev": "wlan0", "protocol": "kernel", "scope": "link", "prefsrc": "10.0.0.1"}
@@ -35,24 +35,24 @@ def test_a_path_follows_host_routes_hop_by_hop_to_the_destination():
     table_of = tables({"n0": [CATCH_ALL, host("10.0.0.4", "10.0.0.2")],
                        "n1": [CATCH_ALL, host("10.0.0.4", "10.0.0.3")],
                        "n2": [CATCH_ALL, host("10.0.0.4")]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0", "n1", "n2", "n3"), True)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0", "n1", "n2", "n3"), True)
 
 
 def test_static_routing_the_connected_subnet_delivers_directly():
     table_of = tables({"n0": [SUBNET, host("10.0.0.3", "10.0.0.2")], "n1": [SUBNET]})
-    assert trace("n0", "n2", "10.0.0.3", table_of, IPS) == Path(("n0", "n1", "n2"), True)
+    assert trace("n0", "n2", "10.0.0.3", table_of, IPS) == NodePath(("n0", "n1", "n2"), True)
 
 
 def test_a_path_stops_at_the_catch_all_of_an_on_demand_daemon():
     table_of = tables({"n0": [CATCH_ALL, host("10.0.0.4", "10.0.0.2")], "n1": [CATCH_ALL]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0", "n1"), False)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0", "n1"), False)
 
 
 def test_a_path_stops_before_a_loop_and_at_an_unreachable_route():
     table_of = tables({"n0": [host("10.0.0.4", "10.0.0.2")], "n1": [host("10.0.0.4", "10.0.0.1")]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0", "n1"), False)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0", "n1"), False)
     table_of = tables({"n0": [SUBNET, {"type": "unreachable", "dst": "10.0.0.4"}]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0",), False)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0",), False)
 
 
 def test_the_longest_prefix_wins():
@@ -62,7 +62,7 @@ def test_the_longest_prefix_wins():
 
 def test_a_path_keeps_the_time_of_its_last_change():
     tracker = PathTracker([ViewFlow("f", "n0", "n2")], {f"n{i}": i for i in range(5)})
-    straight, detour = Path(("n0", "n1", "n2"), True), Path(("n0", "n3", "n2"), True)
+    straight, detour = NodePath(("n0", "n1", "n2"), True), NodePath(("n0", "n3", "n2"), True)
     assert tracker.rows(1.0, [straight]) == [[[0, 1, 2], True, 1.0]]
     assert tracker.rows(2.0, [straight]) == [[[0, 1, 2], True, 1.0]]
     assert tracker.rows(3.0, [detour]) == [[[0, 3, 2], True, 3.0]]

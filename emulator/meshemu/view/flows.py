@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path as FilePath
+from pathlib import Path
 from typing import Any
 
 from ..errors import MeshemuError
 from ..experiment.metrics import data_socket, read_jsonl
-from .routes import Path
+from .routes import NodePath
 
 # In a lab's directory while a run uses it: {"artefacts": DIR, "flows": [...]}.
 RUN_FLOWS_FILE = "view-flows.json"
@@ -72,17 +72,17 @@ def run_flows(run_flows: list[Any]) -> list[ViewFlow]:
             for flow in run_flows if flow.dst is not None and flow.src is not None]
 
 
-def write_run_flows(lab_dir: FilePath, artefacts: FilePath, flows: list[ViewFlow]) -> None:
+def write_run_flows(lab_dir: Path, artefacts: Path, flows: list[ViewFlow]) -> None:
     (lab_dir / RUN_FLOWS_FILE).write_text(json.dumps({"artefacts": str(artefacts),
                                                       "flows": [asdict(flow) for flow in flows]}))
 
 
-def read_run_flows(lab_dir: FilePath) -> tuple[FilePath | None, list[ViewFlow]]:
+def read_run_flows(lab_dir: Path) -> tuple[Path | None, list[ViewFlow]]:
     """The flows of the run using the lab (none for a plain lab)."""
     path = lab_dir / RUN_FLOWS_FILE
     try:
         found = json.loads(path.read_text())
-        return FilePath(found["artefacts"]), [ViewFlow(**flow) for flow in found["flows"]]
+        return Path(found["artefacts"]), [ViewFlow(**flow) for flow in found["flows"]]
     except FileNotFoundError:
         return None, []
     except (ValueError, KeyError, TypeError) as exc:
@@ -96,10 +96,10 @@ class PathTracker:
     def __init__(self, flows: list[ViewFlow], index: dict[str, int]):
         self.flows = flows
         self.index = index
-        self._last: list[Path | None] = [None] * len(flows)
+        self._last: list[NodePath | None] = [None] * len(flows)
         self._since: list[float] = [0.0] * len(flows)
 
-    def rows(self, t: float, paths: list[Path]) -> list[list[Any]]:
+    def rows(self, t: float, paths: list[NodePath]) -> list[list[Any]]:
         rows = []
         for k, path in enumerate(paths):
             if path != self._last[k]:
@@ -108,7 +108,7 @@ class PathTracker:
         return rows
 
 
-def samples(flow: ViewFlow, artefacts: FilePath, clock: dict[str, int]) -> list[list[float | None]]:
+def samples(flow: ViewFlow, artefacts: Path, clock: dict[str, int]) -> list[list[float | None]]:
     """[[t, goodput bps, delay ms, loss fraction], ...] of the flow so far,
     t in model seconds at the end of each sample (`clock`: the run's
     clock.json)."""
@@ -124,7 +124,7 @@ def samples(flow: ViewFlow, artefacts: FilePath, clock: dict[str, int]) -> list[
     return []
 
 
-def tfrc_feedback(flow: ViewFlow, artefacts: FilePath) -> list[dict[str, Any]]:
+def tfrc_feedback(flow: ViewFlow, artefacts: Path) -> list[dict[str, Any]]:
     """The feedback lines of a tfrc sender's trace, as written so far."""
     return [row for row in read_jsonl(artefacts / f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
 
