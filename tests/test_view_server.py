@@ -66,10 +66,9 @@ def test_a_post_is_refused_without_the_secret_from_another_origin_or_host(replay
     seek = json.dumps({"t": 0.5}).encode()
 
     async def check(session, token):
-        assert (await answer(session, "/api/replay", seek))[0] == 403
-        assert (await answer(session, "/api/replay", seek, **{TOKEN_HEADER: token[::-1]}))[0] == 403
-        assert (await answer(session, "/api/replay", seek, **{TOKEN_HEADER: token, "Origin": "http://evil.example"}))[0] == 403
-        assert (await answer(session, "/api/replay", seek, **{TOKEN_HEADER: token, "Host": "evil.example"}))[0] == 403
+        for headers in ({}, {TOKEN_HEADER: token + "x"}, {TOKEN_HEADER: token, "Origin": "http://evil.example"},
+                        {TOKEN_HEADER: token, "Host": "evil.example"}):
+            assert (await answer(session, "/api/replay", seek, **headers))[0] == 403, headers
         async with session.get("/", headers={"Host": "evil.example"}) as response:
             assert response.status == 403  # a rebound name cannot read the page and its secret
         assert replay.cursor == 0.0
@@ -98,7 +97,8 @@ def test_bad_requests_get_a_clear_error_and_the_server_goes_on(replay):
                 ("/api/replay", b"{" * 70_000, 413, "")):
             status_now, text = await answer(session, path, body, **secret)
             assert status_now == status and says in text, (path, body[:20], status_now, text)
-        async with session.post("/api/replay", data=b"{}", headers={"Content-Type": "text/plain", **secret}) as response:
+        plain = {"Content-Type": "text/plain", **secret}
+        async with session.post("/api/replay", data=b"{}", headers=plain) as response:
             assert response.status == 415
         async with session.get("/api/daemons", params={"node": "n0"}) as response:
             assert await response.json() == {}  # a recording has no daemon counters
