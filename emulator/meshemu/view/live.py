@@ -100,13 +100,13 @@ class FlowFrames:
 
 
 class LiveSource(FrameSource):
-    def __init__(self, lab: Lab, flows: list[ViewFlow] | None = None, capture_dir: Path = Path(".")):
-        artefacts, found = read_run_flows(lab.run_dir)
-        self.flow_frames = FlowFrames(lab, flows or found, artefacts if not flows else None)
-        super().__init__({**lab_meta(lab, self.flow_frames.flows), "capture": True})
+    def __init__(self, lab: Lab, flows: list[ViewFlow], capture_dir: Path):
+        # Flows named with --flow replace a run's; they have no tool outputs.
+        artefacts, shown = (None, flows) if flows else read_run_flows(lab.run_dir)
+        self.flow_frames = FlowFrames(lab, shown, artefacts)
+        super().__init__({**lab_meta(lab, shown), "capture": True})
         self.lab = lab
-        self.names = list(lab.nodes)
-        self.maker = FrameMaker(self.names)
+        self.maker = FrameMaker(list(lab.nodes))
         self.capture_dir = capture_dir
         self.capturing: Path | None = None
 
