@@ -8,7 +8,8 @@ needs, in the run's directory (RECORD_FILE, gzip'd JSON lines):
 
 The frames are written while the run goes (a thread polls the lab as the
 live view does); the samples, from the tools' outputs, once they ended.
-The file is two gzip members, which gzip readers read as one.
+The file is two gzip members, which gzip readers read as one. replay.py
+holds every line to this format (its `_Frame` and the rest).
 """
 
 from __future__ import annotations
