@@ -11,8 +11,8 @@ import json
 import pytest
 
 from meshemu.errors import MeshemuError
-from meshemu.view.flows import (RUN_FLOWS_FILE, PathTracker, ViewFlow, latest, named_flows, read_run_flows, samples,
-                                 write_run_flows)
+from meshemu.view.flows import (RUN_FLOWS_FILE, PathTracker, ToolOutputs, ViewFlow, latest, named_flows,
+                                 read_run_flows, samples, write_run_flows)
 from meshemu.view.replay import ReplaySource, load, recording_of
 from meshemu.view.routes import NodePath, parse_table, trace
 
@@ -93,11 +93,23 @@ def test_udp_samples_from_the_receivers_interval_reports(tmp_path):
              "packets": 0, "bytes": 0, "lost": 0, "mean_delay_ns": None, "jitter_ns": 0.0}]
     text = "".join(json.dumps(row) + "\n" for row in rows)
     (tmp_path / "u.recv.jsonl").write_text(text + '{"type": "interval", "t_s"')  # a line still being written
-    found = samples(ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001), tmp_path, {"model_t0_wall_ns": t0})
+    found = samples(ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001), ToolOutputs(tmp_path),
+                    {"model_t0_wall_ns": t0})
     assert found == [[3.0, 720_000.0, 12.5, 0.1], [4.0, 0.0, None, None]]
     assert latest(found, 3.5) == [720_000.0, 12.5, 0.1]
     assert latest(found, 2.0) == [None, None, None]
     assert latest(found, 9.0) == [0.0, None, None]  # nothing arrived since
+
+
+def test_tool_outputs_are_read_on_from_where_the_last_read_ended(tmp_path):
+    outputs, path = ToolOutputs(tmp_path), tmp_path / "x.jsonl"
+    assert outputs.rows("x.jsonl") == []  # not written yet
+    path.write_text('{"k": 1}\nnot json\n[2]\n{"k": 3}\n{"k": ')  # a broken line, a list, a line being written
+    assert outputs.rows("x.jsonl") == [{"k": 1}, {"k": 3}]
+    with path.open("a") as file:
+        file.write('4}\n{"k": 5}\n')
+    assert outputs.rows("x.jsonl") == [{"k": 1}, {"k": 3}, {"k": 4}, {"k": 5}]
+    assert outputs.rows("x.jsonl") == [{"k": 1}, {"k": 3}, {"k": 4}, {"k": 5}]
 
 
 def test_tcp_samples_from_the_senders_tcp_info(tmp_path):
@@ -106,7 +118,7 @@ def test_tcp_samples_from_the_senders_tcp_info(tmp_path):
              "bytes_acked": k * 50_000, "bytes_sent": k * 55_000, "bytes_retrans": k * 5_000, "srtt_us": 30_000}
             for k in range(5)]
     (tmp_path / "t.tcpinfo.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    found = samples(ViewFlow("t", "n0", "n2", "tcp", None, 5201), tmp_path, {"model_t0_wall_ns": t0})
+    found = samples(ViewFlow("t", "n0", "n2", "tcp", None, 5201), ToolOutputs(tmp_path), {"model_t0_wall_ns": t0})
     assert found == [[1.0, 800_000.0, 30.0, 0.0909], [2.0, 800_000.0, 30.0, 0.0909]]
 
 
@@ -121,7 +133,7 @@ def test_tfrc_samples_from_the_senders_feedback_trace(tmp_path):
     (tmp_path / "f.trace.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     # The run's time 0 is 2 s of model time, the flow starts 1 s later.
     clock = {"model_t0_wall_ns": 10_000_000_000, "run_t0_wall_ns": 12_000_000_000}
-    found = samples(ViewFlow("f", "n0", "n2", "tfrc", None, 5001, 1.0), tmp_path, clock)
+    found = samples(ViewFlow("f", "n0", "n2", "tfrc", None, 5001, 1.0), ToolOutputs(tmp_path), clock)
     assert found == [[4.0, 3e5, 25.0, 0.01], [5.0, 5e5, 26.0, 0.02]]
 
 

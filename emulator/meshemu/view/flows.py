@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MeshemuError
-from ..experiment.metrics import data_socket, read_jsonl
+from ..experiment.metrics import data_socket
 from .routes import NodePath
 
 # In a lab's directory while a run uses it: {"artefacts": DIR, "flows": [...]}.
@@ -108,25 +108,59 @@ class PathTracker:
         return rows
 
 
-def samples(flow: ViewFlow, artefacts: Path, clock: dict[str, int]) -> list[list[float | None]]:
+class ToolOutputs:
+    """The JSON-lines outputs of a run's tools, as far as they are written:
+    each read goes on from where the last one ended, so the live view does
+    not parse a long run's files again every second. Not shared between
+    threads."""
+
+    def __init__(self, artefacts: Path):
+        self.artefacts = artefacts
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+        self._read_up_to: dict[str, int] = {}
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        """The objects of the file's complete lines (one still being written
+        waits for its end)."""
+        rows = self._rows.setdefault(name, [])
+        offset = self._read_up_to.get(name, 0)
+        try:
+            with (self.artefacts / name).open("rb") as file:
+                file.seek(offset)
+                written = file.read()
+        except FileNotFoundError:
+            return rows
+        complete = written[:written.rfind(b"\n") + 1]
+        self._read_up_to[name] = offset + len(complete)
+        for line in complete.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+        return rows
+
+
+def samples(flow: ViewFlow, outputs: ToolOutputs, clock: dict[str, int]) -> list[list[float | None]]:
     """[[t, goodput bps, delay ms, loss fraction], ...] of the flow so far,
     t in model seconds at the end of each sample (`clock`: the run's
     clock.json)."""
     t0_ns = clock["model_t0_wall_ns"]
     if flow.kind == "udp" and flow.tool == "meshemu-udp":
-        return _udp_samples(read_jsonl(artefacts / f"{flow.name}.recv.jsonl"), t0_ns)
+        return _udp_samples(outputs.rows(f"{flow.name}.recv.jsonl"), t0_ns)
     if flow.kind == "tcp":
-        return _tcp_samples(read_jsonl(artefacts / f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
+        return _tcp_samples(outputs.rows(f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
     if flow.kind == "tfrc":
         # The trace's times count from the sender's start, the flow's start.
         offset_s = (clock["run_t0_wall_ns"] - t0_ns) / 1e9 + flow.start_s
-        return _tfrc_samples(tfrc_feedback(flow, artefacts), offset_s)
+        return _tfrc_samples(tfrc_feedback(flow, outputs), offset_s)
     return []
 
 
-def tfrc_feedback(flow: ViewFlow, artefacts: Path) -> list[dict[str, Any]]:
+def tfrc_feedback(flow: ViewFlow, outputs: ToolOutputs) -> list[dict[str, Any]]:
     """The feedback lines of a tfrc sender's trace, as written so far."""
-    return [row for row in read_jsonl(artefacts / f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
+    return [row for row in outputs.rows(f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
 
 
 def _udp_samples(rows: list[dict[str, Any]], t0_ns: int) -> list[list[float | None]]:

@@ -16,7 +16,7 @@ from .. import queueing
 from ..choices import ROUTING_KINDS
 from ..errors import MeshemuError
 from ..lab import Lab
-from .flows import PathTracker, ViewFlow, latest, read_run_flows, samples, tfrc_feedback
+from .flows import PathTracker, ToolOutputs, ViewFlow, latest, read_run_flows, samples, tfrc_feedback
 from .frames import FrameMaker, Snapshot
 from .ranges import radio_ranges
 from .routes import RouteReader
@@ -64,8 +64,11 @@ class FlowFrames:
     run's flows, their newest samples."""
 
     def __init__(self, lab: Lab, flows: list[ViewFlow], artefacts: Path | None):
+        """`artefacts`: the run's directory (None for flows named with --flow)."""
         self.flows = flows
-        self.artefacts = artefacts
+        # Frames are made in a worker thread, counters read in the server's: a reader each.
+        self._for_frames = ToolOutputs(artefacts) if artefacts else None
+        self._for_counters = ToolOutputs(artefacts) if artefacts else None
         self.reader = RouteReader(lab)
         self.tracker = PathTracker(flows, {name: i for i, name in enumerate(lab.nodes)})
         self._clock: dict[str, int] | None = None
@@ -78,22 +81,24 @@ class FlowFrames:
         return rows
 
     def _samples(self, flow: ViewFlow) -> list[list[float | None]]:
-        if self.artefacts is None:
+        if self._for_frames is None:
             return []
         if self._clock is None:
             try:  # written by the runner before its receivers start
-                self._clock = json.loads((self.artefacts / "clock.json").read_text())
+                self._clock = json.loads((self._for_frames.artefacts / "clock.json").read_text())
             except FileNotFoundError:
                 return []
-        return samples(flow, self.artefacts, self._clock)
+        return samples(flow, self._for_frames, self._clock)
 
     def tfrc_counters(self, node: str) -> dict[str, Any]:
         """The last feedback of each tfrc flow the node sends: {tfrc FLOW:
         counters}."""
-        found = {}
+        found: dict[str, Any] = {}
+        if self._for_counters is None:
+            return found
         for flow in self.flows:
-            if flow.kind == "tfrc" and flow.src == node and self.artefacts is not None:
-                feedback = tfrc_feedback(flow, self.artefacts)
+            if flow.kind == "tfrc" and flow.src == node:
+                feedback = tfrc_feedback(flow, self._for_counters)
                 if feedback:
                     found[f"tfrc {flow.name}"] = {k: v for k, v in feedback[-1].items() if k != "event"}
         return found

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import MeshemuError
 from ..lab import Lab
-from .flows import PathTracker, ViewFlow, samples
+from .flows import PathTracker, ToolOutputs, ViewFlow, samples
 from .frames import FrameMaker
 from .live import lab_meta, snapshot
 from .routes import RouteReader
@@ -73,6 +73,7 @@ class Recorder:
     def add_samples(self, artefacts: Path, clock: dict[str, int]) -> None:
         """The flows' samples from their tools' outputs (after they ended);
         `clock`: the run's clock.json."""
-        found = [samples(flow, artefacts, clock) for flow in self.flows]
+        outputs = ToolOutputs(artefacts)
+        found = [samples(flow, outputs, clock) for flow in self.flows]
         with gzip.open(self.path, "at") as out:
             out.write(_line({"samples": found}))
