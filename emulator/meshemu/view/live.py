@@ -170,4 +170,3 @@ class LiveSource(FrameSource):
         path, self.capturing = self.capturing, None
         self.lab.capture(None, run=False)
         return path
-
