@@ -71,9 +71,9 @@ class ViewServer:
     async def serve(self, ready: Callable[[str], None]) -> None:
         """Serve until SIGINT or SIGTERM; a failure of the source ends the
         server with it (a page would otherwise freeze on its last frame)."""
-        runner = web.AppRunner(self.app(), access_log=None)
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.SockSite(runner, self.socket, shutdown_timeout=1.0)
+        site = web.SockSite(runner, self.socket)
         await site.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
