@@ -27,7 +27,9 @@ def replay(tmp_path) -> ReplaySource:
 
 async def serving(server: ViewServer, check) -> None:
     """Run `check(session, token)` against the server while it serves."""
-    serve = asyncio.create_task(server.serve(lambda url: None))
+    listening = asyncio.Event()
+    serve = asyncio.create_task(server.serve(lambda url: listening.set()))
+    await asyncio.wait_for(listening.wait(), 10)
     try:
         async with aiohttp.ClientSession(server.url) as session:
             async with session.get("/") as response:
