@@ -11,8 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.error
-from contextlib import contextmanager
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import dpkt
@@ -120,6 +120,12 @@ def screen_position(driver, node: str) -> tuple[float, float]:
     return float(x), float(y)
 
 
+def px_per_metre(driver) -> float:
+    """The map's scale, from its scale bar."""
+    scale = driver.find_element(By.ID, "scale-text")
+    return float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+
+
 def link_pairs(driver) -> set[str]:
     return set(driver.execute_script(
         "return [...document.querySelectorAll('#links line')]"
@@ -147,10 +153,8 @@ def test_the_page_shows_every_node_to_scale_and_the_chain_links(page):
     assert names == [f"n{i}" for i in range(8)]
     wait_for(page, lambda d: link_pairs(d) == {f"n{i} n{i + 1}" for i in range(7)})
     # n0 and n1 are 200 m apart: as many pixels as the scale bar gives 200 m.
-    scale = page.find_element(By.ID, "scale-text")
-    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
     (x0, y0), (x1, y1) = screen_position(page, "n0"), screen_position(page, "n1")
-    assert abs((x1 - x0) - 200 * px_per_metre) < 0.5 and y0 == y1
+    assert abs((x1 - x0) - 200 * px_per_metre(page)) < 0.5 and y0 == y1
 
 
 def test_counters_and_link_delivery_appear_after_traffic(page, lab):
@@ -192,9 +196,7 @@ def test_selecting_a_node_shows_its_ranges_and_neighbours(page):
         " Number(document.querySelector('#ranges circle.rx').getAttribute('r'))]")
     assert set(neighbours) == {"n2", "n4"}
     assert cs_only == "in carrier-sense range only: n1, n5"
-    scale = page.find_element(By.ID, "scale-text")
-    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
-    assert abs(radius / px_per_metre - 250) < 1  # ns2-wavelan's receive range
+    assert abs(radius / px_per_metre(page) - 250) < 1  # ns2-wavelan's receive range
 
 
 def test_the_selected_node_shows_its_routing_daemons_counters(page, lab):
@@ -218,18 +220,25 @@ def test_a_move_from_the_cli_moves_the_node_and_removes_its_links(page, lab):
 
 
 def test_dragging_a_node_moves_it_in_the_lab(page, lab):
-    x, y = screen_position(page, "n5")
-    scale = page.find_element(By.ID, "scale-text")
-    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    scale = px_per_metre(page)
     circle = page.find_element(By.CSS_SELECTOR, 'g.node[data-node="n5"] circle')
     ActionChains(page).click_and_hold(circle).move_by_offset(0, -40).move_by_offset(0, -40).release().perform()
-    expected_y = 80 / px_per_metre
+    expected_y = 80 / scale
     deadline = time.monotonic() + 10
-    while abs(lab.positions()["n5"][1] - expected_y) > 2 / px_per_metre and time.monotonic() < deadline:
+    while abs(lab.positions()["n5"][1] - expected_y) > 2 / scale and time.monotonic() < deadline:
         time.sleep(0.1)
     position = lab.positions()["n5"]
-    assert abs(position[1] - expected_y) <= 2 / px_per_metre and abs(position[0] - 1000) <= 2 / px_per_metre
+    assert abs(position[1] - expected_y) <= 2 / scale and abs(position[0] - 1000) <= 2 / scale
     lab.move("n5", 1000, 0)
+
+
+def test_an_action_the_server_refuses_stays_on_the_page_with_its_reason(page):
+    page.execute_script('act("/api/move", {node: "n99", x: 0, y: 0})')
+    time.sleep(1)  # four frames: each renews the status line, not the action's error
+    error = page.find_element(By.ID, "action-error").text
+    assert error == "Error: /api/move: 400 lab 'tview' has no node 'n99'", error
+    page.execute_script('act("/api/move", {node: "n4", x: 800, y: 0})')
+    wait_for(page, lambda d: d.find_element(By.ID, "action-error").text == "")
 
 
 def test_a_post_without_the_secret_or_from_another_origin_is_refused(view, lab):
@@ -352,10 +361,9 @@ def recorded_run(tmp_path_factory):
 
 def metres_from(driver, a: str, b: str) -> tuple[float, float]:
     """Where node b is drawn from node a, in metres by the scale bar (east, north)."""
-    scale = driver.find_element(By.ID, "scale-text")
-    px_per_metre = float(scale.get_attribute("data-px")) / float(scale.get_attribute("data-metres"))
+    scale = px_per_metre(driver)
     (xa, ya), (xb, yb) = screen_position(driver, a), screen_position(driver, b)
-    return (xb - xa) / px_per_metre, (ya - yb) / px_per_metre
+    return (xb - xa) / scale, (ya - yb) / scale
 
 
 def seek(driver, t: float) -> None:

@@ -11,9 +11,10 @@ import json
 import pytest
 
 from meshemu.errors import MeshemuError
-from meshemu.view.flows import PathTracker, ViewFlow, latest, named_flows, samples
+from meshemu.view.flows import (RUN_FLOWS_FILE, PathTracker, ToolOutputs, ViewFlow, latest, named_flows,
+                                 read_run_flows, samples, write_run_flows)
 from meshemu.view.replay import ReplaySource, load, recording_of
-from meshemu.view.routes import Path, parse_table, trace
+from meshemu.view.routes import NodePath, parse_table, trace
 
 IPS = {f"10.0.0.{i + 1}": f"n{i}" for i in range(5)}
 SUBNET = {"dst": "10.0.0.0/16", "dev": "wlan0", "protocol": "kernel", "scope": "link", "prefsrc": "10.0.0.1"}
@@ -34,24 +35,24 @@ def test_a_path_follows_host_routes_hop_by_hop_to_the_destination():
     table_of = tables({"n0": [CATCH_ALL, host("10.0.0.4", "10.0.0.2")],
                        "n1": [CATCH_ALL, host("10.0.0.4", "10.0.0.3")],
                        "n2": [CATCH_ALL, host("10.0.0.4")]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0", "n1", "n2", "n3"), True)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0", "n1", "n2", "n3"), True)
 
 
 def test_static_routing_the_connected_subnet_delivers_directly():
     table_of = tables({"n0": [SUBNET, host("10.0.0.3", "10.0.0.2")], "n1": [SUBNET]})
-    assert trace("n0", "n2", "10.0.0.3", table_of, IPS) == Path(("n0", "n1", "n2"), True)
+    assert trace("n0", "n2", "10.0.0.3", table_of, IPS) == NodePath(("n0", "n1", "n2"), True)
 
 
 def test_a_path_stops_at_the_catch_all_of_an_on_demand_daemon():
     table_of = tables({"n0": [CATCH_ALL, host("10.0.0.4", "10.0.0.2")], "n1": [CATCH_ALL]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0", "n1"), False)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0", "n1"), False)
 
 
 def test_a_path_stops_before_a_loop_and_at_an_unreachable_route():
     table_of = tables({"n0": [host("10.0.0.4", "10.0.0.2")], "n1": [host("10.0.0.4", "10.0.0.1")]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0", "n1"), False)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0", "n1"), False)
     table_of = tables({"n0": [SUBNET, {"type": "unreachable", "dst": "10.0.0.4"}]})
-    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == Path(("n0",), False)
+    assert trace("n0", "n3", "10.0.0.4", table_of, IPS) == NodePath(("n0",), False)
 
 
 def test_the_longest_prefix_wins():
@@ -61,7 +62,7 @@ def test_the_longest_prefix_wins():
 
 def test_a_path_keeps_the_time_of_its_last_change():
     tracker = PathTracker([ViewFlow("f", "n0", "n2")], {f"n{i}": i for i in range(5)})
-    straight, detour = Path(("n0", "n1", "n2"), True), Path(("n0", "n3", "n2"), True)
+    straight, detour = NodePath(("n0", "n1", "n2"), True), NodePath(("n0", "n3", "n2"), True)
     assert tracker.rows(1.0, [straight]) == [[[0, 1, 2], True, 1.0]]
     assert tracker.rows(2.0, [straight]) == [[[0, 1, 2], True, 1.0]]
     assert tracker.rows(3.0, [detour]) == [[[0, 3, 2], True, 3.0]]
@@ -74,6 +75,16 @@ def test_named_flows_are_checked_against_the_lab():
             named_flows([spec], ["n0", "n4"])
 
 
+def test_a_runs_flows_are_read_back_and_a_broken_file_is_named(tmp_path):
+    flows = [ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001, 1.0), ViewFlow("t", "n2", "n0", "tcp", None, 5201)]
+    write_run_flows(tmp_path, tmp_path / "run", flows)
+    assert read_run_flows(tmp_path) == (tmp_path / "run", flows)
+    assert read_run_flows(tmp_path / "plain-lab") == (None, [])
+    (tmp_path / RUN_FLOWS_FILE).write_text('{"artefacts": "/x", "flows": [{"name": "u"}]}')
+    with pytest.raises(MeshemuError, match=f"^{tmp_path / RUN_FLOWS_FILE}: not the flows of a run"):
+        read_run_flows(tmp_path)
+
+
 def test_udp_samples_from_the_receivers_interval_reports(tmp_path):
     t0 = 1_000_000_000_000
     rows = [{"type": "interval", "t_s": 1.0, "time_ns": t0 + 3_000_000_000, "src": "10.0.0.1:1", "flow_id": 5001,
@@ -82,11 +93,23 @@ def test_udp_samples_from_the_receivers_interval_reports(tmp_path):
              "packets": 0, "bytes": 0, "lost": 0, "mean_delay_ns": None, "jitter_ns": 0.0}]
     text = "".join(json.dumps(row) + "\n" for row in rows)
     (tmp_path / "u.recv.jsonl").write_text(text + '{"type": "interval", "t_s"')  # a line still being written
-    found = samples(ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001), tmp_path, {"model_t0_wall_ns": t0})
+    found = samples(ViewFlow("u", "n0", "n2", "udp", "meshemu-udp", 5001), ToolOutputs(tmp_path),
+                    {"model_t0_wall_ns": t0})
     assert found == [[3.0, 720_000.0, 12.5, 0.1], [4.0, 0.0, None, None]]
     assert latest(found, 3.5) == [720_000.0, 12.5, 0.1]
     assert latest(found, 2.0) == [None, None, None]
     assert latest(found, 9.0) == [0.0, None, None]  # nothing arrived since
+
+
+def test_tool_outputs_are_read_on_from_where_the_last_read_ended(tmp_path):
+    outputs, path = ToolOutputs(tmp_path), tmp_path / "x.jsonl"
+    assert outputs.rows("x.jsonl") == []  # not written yet
+    path.write_text('{"k": 1}\nnot json\n[2]\n{"k": 3}\n{"k": ')  # a broken line, a list, a line being written
+    assert outputs.rows("x.jsonl") == [{"k": 1}, {"k": 3}]
+    with path.open("a") as file:
+        file.write('4}\n{"k": 5}\n')
+    assert outputs.rows("x.jsonl") == [{"k": 1}, {"k": 3}, {"k": 4}, {"k": 5}]
+    assert outputs.rows("x.jsonl") == [{"k": 1}, {"k": 3}, {"k": 4}, {"k": 5}]
 
 
 def test_tcp_samples_from_the_senders_tcp_info(tmp_path):
@@ -95,7 +118,7 @@ def test_tcp_samples_from_the_senders_tcp_info(tmp_path):
              "bytes_acked": k * 50_000, "bytes_sent": k * 55_000, "bytes_retrans": k * 5_000, "srtt_us": 30_000}
             for k in range(5)]
     (tmp_path / "t.tcpinfo.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    found = samples(ViewFlow("t", "n0", "n2", "tcp", None, 5201), tmp_path, {"model_t0_wall_ns": t0})
+    found = samples(ViewFlow("t", "n0", "n2", "tcp", None, 5201), ToolOutputs(tmp_path), {"model_t0_wall_ns": t0})
     assert found == [[1.0, 800_000.0, 30.0, 0.0909], [2.0, 800_000.0, 30.0, 0.0909]]
 
 
@@ -110,25 +133,32 @@ def test_tfrc_samples_from_the_senders_feedback_trace(tmp_path):
     (tmp_path / "f.trace.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     # The run's time 0 is 2 s of model time, the flow starts 1 s later.
     clock = {"model_t0_wall_ns": 10_000_000_000, "run_t0_wall_ns": 12_000_000_000}
-    found = samples(ViewFlow("f", "n0", "n2", "tfrc", None, 5001, 1.0), tmp_path, clock)
+    found = samples(ViewFlow("f", "n0", "n2", "tfrc", None, 5001, 1.0), ToolOutputs(tmp_path), clock)
     assert found == [[4.0, 3e5, 25.0, 0.01], [5.0, 5e5, 26.0, 0.02]]
 
 
-def write_recording(path, frames, flow_samples):
-    meta = {"lab": "x", "nodes": [{"name": "n0", "ip": "10.0.0.1"}, {"name": "n1", "ip": "10.0.0.2"}],
-            "ranges": [], "flows": [{"name": "f", "src": "n0", "dst": "n1", "kind": "udp"}]}
+META = {"lab": "x", "nodes": [{"name": "n0", "ip": "10.0.0.1"}, {"name": "n1", "ip": "10.0.0.2"}],
+        "ranges": [{"rx_m": 250.0, "cs_m": 550.0, "rx_threshold_dbm": -64.4}] * 2,
+        "flows": [{"name": "f", "src": "n0", "dst": "n1", "kind": "udp"}]}
+
+
+def recorded_frame(t: float) -> dict:
+    return {"t": t, "pos": [[0, 0], [100 + t, 0]], "air": [[0.5, 1, 0, 0, 0, 0]] * 2,
+            "links": [[0, 1, 1.0, -60.0, True]], "flows": [[[0, 1], True, 0.0]]}
+
+
+def write_recording(path, lines, flow_samples=None):
     with gzip.open(path, "wt") as out:
-        out.write(json.dumps({"meta": meta}) + "\n")
-        out.writelines(json.dumps(frame) + "\n" for frame in frames)
-    with gzip.open(path, "at") as out:  # the runner appends the samples as a second member
-        out.write(json.dumps({"samples": flow_samples}) + "\n")
+        out.writelines(json.dumps(line) + "\n" for line in lines)
+    if flow_samples is not None:
+        with gzip.open(path, "at") as out:  # the runner appends the samples as a second member
+            out.write(json.dumps({"samples": flow_samples}) + "\n")
 
 
 def test_a_recording_plays_back_with_its_flows_samples(tmp_path):
-    frames = [{"t": t, "pos": [[0, 0], [100 + t, 0]], "air": [], "links": [], "flows": [[[0, 1], True, 0.0]]}
-              for t in (0.0, 0.5, 1.0, 1.5)]
     path = tmp_path / "view.jsonl.gz"
-    write_recording(path, frames, [[[1.0, 8000.0, 3.0, 0.0]]])
+    write_recording(path, [{"meta": META}, *(recorded_frame(t) for t in (0.0, 0.5, 1.0, 1.5))],
+                    [[[1.0, 8000.0, 3.0, 0.0]]])
     meta, loaded, found = load(path)
     assert meta["flows"][0]["name"] == "f" and len(loaded) == 4 and found == [[[1.0, 8000.0, 3.0, 0.0]]]
 
@@ -148,6 +178,44 @@ def test_a_recording_plays_back_with_its_flows_samples(tmp_path):
         assert first["replay"]["playing"] and later["replay"]["t"] > first["replay"]["t"]
 
     asyncio.run(play())
+
+
+FRAME = recorded_frame(1.0)
+
+
+@pytest.mark.parametrize("lines, line, problem", [
+    ([{"meta": META}, [FRAME]], 2, "a line must be a JSON object"),
+    ([{"meta": META}, {**FRAME, "t": "1.0"}], 2, "t: Input should be a valid number"),
+    ([{"meta": META}, {**FRAME, "pos": [[0, 0]]}], 2, "1 positions and 2 air rows for 2 nodes"),
+    ([{"meta": META}, {**FRAME, "air": [[0.5, 1]] * 2}], 2, "air.0: List should have at least 6 items"),
+    ([{"meta": META}, {**FRAME, "links": [[0, 2, 1.0, -60.0, True]]}], 2, "a link names a node index beyond"),
+    ([{"meta": META}, {**FRAME, "flows": []}], 2, "paths of 0 flows for 1"),
+    ([{"meta": META}, {**FRAME, "flows": [[[0, 5], True, 0.0]]}], 2, "a flow's path names a node index beyond"),
+    ([{"meta": META}, {**FRAME, "capture": "/x"}], 2, "capture: Extra inputs are not permitted"),
+    ([{"meta": META}, FRAME, recorded_frame(0.5)], 3, "t goes back from 1.0 to 0.5"),
+    ([FRAME], 1, "does not start with its meta line"),
+    ([{"meta": {**META, "nodes": "n0 n1"}}], 1, "meta.nodes: Input should be a valid array"),
+    ([{"meta": META}, {"meta": META}], 2, "a second meta line"),
+    ([{"meta": META}, FRAME, {"samples": []}], 3, "samples of 0 flows for 1"),
+])
+def test_a_malformed_recording_is_refused_with_its_line(tmp_path, lines, line, problem):
+    path = tmp_path / "view.jsonl.gz"
+    write_recording(path, lines)
+    with pytest.raises(MeshemuError) as refused:
+        load(path)
+    assert str(refused.value).startswith(f"{path}:{line}: ") and problem in str(refused.value)
+
+
+def test_a_recording_cut_short_or_not_json_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "view.jsonl.gz"
+    with gzip.open(path, "wb") as out:
+        out.write(json.dumps({"meta": META}).encode() + b"\n" + b'{"t": 1.0, "pos"\n')
+    with pytest.raises(MeshemuError, match=f"^{path}:2: Invalid JSON"):
+        load(path)
+    with gzip.open(path, "wb") as out:
+        out.write(json.dumps({"meta": META}).encode() + b"\n\xff\xfe\n")
+    with pytest.raises(MeshemuError, match=f"^{path}:2: Invalid JSON"):
+        load(path)
 
 
 def test_a_replay_names_what_is_missing(tmp_path):

@@ -1,14 +1,16 @@
 """`meshemu view` without a lab: what it makes of the medium's answers (air
-rates, links and their windowed delivery ratio), the radio ranges, and its
-refusal of a lab that is not up."""
+rates, links and their windowed delivery ratio), the radio ranges, the
+names of the page's captures, and its refusal of a lab that is not up."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 from meshemu.topology import load_topology
 from meshemu.view.frames import LINK_WINDOW_S, FrameMaker, Snapshot, retries
+from meshemu.view.live import new_capture_file
 from meshemu.view.ranges import radio_ranges
 
 from conftest import TOPOLOGIES
@@ -84,3 +86,13 @@ def test_the_view_of_a_lab_that_is_not_up_is_a_clear_error():
                             text=True, timeout=60)
     assert result.returncode == 1
     assert result.stderr.startswith("meshemu: lab 'nosuchlab' is not up") and "Traceback" not in result.stderr
+
+
+def test_a_capture_from_the_page_never_replaces_an_earlier_file(tmp_path):
+    first = new_capture_file(tmp_path, "lab")
+    assert first.parent == tmp_path.resolve() and re.fullmatch(r"air-lab-\d{8}-\d{6}\.pcap", first.name)
+    first.write_bytes(b"")
+    second = new_capture_file(tmp_path, "lab")
+    second.write_bytes(b"")
+    # Within the same second: a new name; in the next one, the next second's name.
+    assert second != first and new_capture_file(tmp_path, "lab") not in (first, second)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path as FilePath
+from pathlib import Path
 from typing import Any
 
 from ..errors import MeshemuError
 from ..experiment.metrics import data_socket
-from .routes import Path
+from .routes import NodePath
 
 # In a lab's directory while a run uses it: {"artefacts": DIR, "flows": [...]}.
 RUN_FLOWS_FILE = "view-flows.json"
@@ -72,18 +72,21 @@ def run_flows(run_flows: list[Any]) -> list[ViewFlow]:
             for flow in run_flows if flow.dst is not None and flow.src is not None]
 
 
-def write_run_flows(lab_dir: FilePath, artefacts: FilePath, flows: list[ViewFlow]) -> None:
+def write_run_flows(lab_dir: Path, artefacts: Path, flows: list[ViewFlow]) -> None:
     (lab_dir / RUN_FLOWS_FILE).write_text(json.dumps({"artefacts": str(artefacts),
                                                       "flows": [asdict(flow) for flow in flows]}))
 
 
-def read_run_flows(lab_dir: FilePath) -> tuple[FilePath | None, list[ViewFlow]]:
+def read_run_flows(lab_dir: Path) -> tuple[Path | None, list[ViewFlow]]:
     """The flows of the run using the lab (none for a plain lab)."""
+    path = lab_dir / RUN_FLOWS_FILE
     try:
-        found = json.loads((lab_dir / RUN_FLOWS_FILE).read_text())
+        found = json.loads(path.read_text())
+        return Path(found["artefacts"]), [ViewFlow(**flow) for flow in found["flows"]]
     except FileNotFoundError:
         return None, []
-    return FilePath(found["artefacts"]), [ViewFlow(**flow) for flow in found["flows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MeshemuError(f"{path}: not the flows of a run ({exc})") from None
 
 
 class PathTracker:
@@ -93,10 +96,10 @@ class PathTracker:
     def __init__(self, flows: list[ViewFlow], index: dict[str, int]):
         self.flows = flows
         self.index = index
-        self._last: list[Path | None] = [None] * len(flows)
+        self._last: list[NodePath | None] = [None] * len(flows)
         self._since: list[float] = [0.0] * len(flows)
 
-    def rows(self, t: float, paths: list[Path]) -> list[list[Any]]:
+    def rows(self, t: float, paths: list[NodePath]) -> list[list[Any]]:
         rows = []
         for k, path in enumerate(paths):
             if path != self._last[k]:
@@ -105,42 +108,59 @@ class PathTracker:
         return rows
 
 
-def samples(flow: ViewFlow, artefacts: FilePath, clock: dict[str, int]) -> list[list[float | None]]:
+class ToolOutputs:
+    """The JSON-lines outputs of a run's tools, as far as they are written:
+    each read goes on from where the last one ended, so the live view does
+    not parse a long run's files again every second. Not shared between
+    threads."""
+
+    def __init__(self, artefacts: Path):
+        self.artefacts = artefacts
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+        self._read_up_to: dict[str, int] = {}
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        """The objects of the file's complete lines (one still being written
+        waits for its end)."""
+        rows = self._rows.setdefault(name, [])
+        offset = self._read_up_to.get(name, 0)
+        try:
+            with (self.artefacts / name).open("rb") as file:
+                file.seek(offset)
+                written = file.read()
+        except FileNotFoundError:
+            return rows
+        complete = written[:written.rfind(b"\n") + 1]
+        self._read_up_to[name] = offset + len(complete)
+        for line in complete.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+        return rows
+
+
+def samples(flow: ViewFlow, outputs: ToolOutputs, clock: dict[str, int]) -> list[list[float | None]]:
     """[[t, goodput bps, delay ms, loss fraction], ...] of the flow so far,
     t in model seconds at the end of each sample (`clock`: the run's
     clock.json)."""
     t0_ns = clock["model_t0_wall_ns"]
     if flow.kind == "udp" and flow.tool == "meshemu-udp":
-        return _udp_samples(_jsonl(artefacts / f"{flow.name}.recv.jsonl"), t0_ns)
+        return _udp_samples(outputs.rows(f"{flow.name}.recv.jsonl"), t0_ns)
     if flow.kind == "tcp":
-        return _tcp_samples(_jsonl(artefacts / f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
+        return _tcp_samples(outputs.rows(f"{flow.name}.tcpinfo.jsonl"), flow.port, t0_ns)
     if flow.kind == "tfrc":
         # The trace's times count from the sender's start, the flow's start.
         offset_s = (clock["run_t0_wall_ns"] - t0_ns) / 1e9 + flow.start_s
-        return _tfrc_samples(tfrc_feedback(flow, artefacts), offset_s)
+        return _tfrc_samples(tfrc_feedback(flow, outputs), offset_s)
     return []
 
 
-def tfrc_feedback(flow: ViewFlow, artefacts: FilePath) -> list[dict[str, Any]]:
+def tfrc_feedback(flow: ViewFlow, outputs: ToolOutputs) -> list[dict[str, Any]]:
     """The feedback lines of a tfrc sender's trace, as written so far."""
-    return [row for row in _jsonl(artefacts / f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
-
-
-def _jsonl(path: FilePath) -> list[dict[str, Any]]:
-    """The complete lines of a file a tool may still be writing."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    rows = []
-    for line in text.splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
+    return [row for row in outputs.rows(f"{flow.name}.trace.jsonl") if row.get("event") == "feedback"]
 
 
 def _udp_samples(rows: list[dict[str, Any]], t0_ns: int) -> list[list[float | None]]:
@@ -188,6 +208,6 @@ def latest(found: list[list[float | None]], t: float) -> list[float | None]:
     before the first; after 3 s without one nothing arrived (goodput 0,
     delay and loss unknown)."""
     for sample in reversed(found):
-        if sample[0] is not None and sample[0] <= t:
+        if sample[0] <= t:
             return sample[1:] if t - sample[0] <= STALE_S else [0.0, None, None]
     return [None, None, None]

@@ -94,7 +94,7 @@ class FrameMaker:
                 if other is None:
                     continue
                 deliveries[(me, other)] = (peer["tx_acked"], peer["tx_failed"])
-                if peer["last_rx_power_mdbm"]:
+                if peer["last_rx_power_mdbm"]:  # 0 until a frame from the peer was decoded
                     heard[(other, me)] = peer["last_rx_power_mdbm"] / 1000
         self._deliveries.append((snapshot.time_ns, deliveries))
         while len(self._deliveries) > 2 and snapshot.time_ns - self._deliveries[1][0] >= LINK_WINDOW_S * 1e9:

@@ -16,7 +16,7 @@ from .. import queueing
 from ..choices import ROUTING_KINDS
 from ..errors import MeshemuError
 from ..lab import Lab
-from .flows import PathTracker, ViewFlow, latest, read_run_flows, samples, tfrc_feedback
+from .flows import PathTracker, ToolOutputs, ViewFlow, latest, read_run_flows, samples, tfrc_feedback
 from .frames import FrameMaker, Snapshot
 from .ranges import radio_ranges
 from .routes import RouteReader
@@ -34,6 +34,13 @@ DAEMON_COUNTERS = {**{kind.daemon: kind.counters for kind in ROUTING_KINDS.value
                    "bpd": queueing.COUNTERS}
 
 
+def lab_meta(lab: Lab, flows: list[ViewFlow]) -> dict[str, Any]:
+    """What the page needs once, live or replayed: the nodes, their radio
+    ranges (they take the model a moment), the flows."""
+    return {"lab": lab.name, "nodes": [{"name": node.name, "ip": node.ip} for node in lab],
+            "ranges": radio_ranges(lab.config), "flows": [flow.meta() for flow in flows]}
+
+
 def snapshot(lab: Lab) -> Snapshot:
     stats = lab.control("stats", peers=True)
     positions = lab.control("positions")
@@ -41,13 +48,27 @@ def snapshot(lab: Lab) -> Snapshot:
     return Snapshot(stats["time_ns"], positions["nodes"], stats["nodes"], links["links"])
 
 
+def new_capture_file(directory: Path, lab_name: str) -> Path:
+    """air-LAB-YYYYmmdd-HHMMSS.pcap in the directory, with -2, -3... when a
+    capture of the same second is there (the medium would truncate it)."""
+    stem = f"air-{lab_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, count = directory / f"{stem}.pcap", 1
+    while path.exists():
+        count += 1
+        path = directory / f"{stem}-{count}.pcap"
+    return path.resolve()
+
+
 class FlowFrames:
     """The `flows` part of frames: paths from the routing tables and, for a
     run's flows, their newest samples."""
 
     def __init__(self, lab: Lab, flows: list[ViewFlow], artefacts: Path | None):
+        """`artefacts`: the run's directory (None for flows named with --flow)."""
         self.flows = flows
-        self.artefacts = artefacts
+        # Frames are made in a worker thread, counters read in the server's: a reader each.
+        self._for_frames = ToolOutputs(artefacts) if artefacts else None
+        self._for_counters = ToolOutputs(artefacts) if artefacts else None
         self.reader = RouteReader(lab)
         self.tracker = PathTracker(flows, {name: i for i, name in enumerate(lab.nodes)})
         self._clock: dict[str, int] | None = None
@@ -60,39 +81,37 @@ class FlowFrames:
         return rows
 
     def _samples(self, flow: ViewFlow) -> list[list[float | None]]:
-        if self.artefacts is None:
+        if self._for_frames is None:
             return []
         if self._clock is None:
             try:  # written by the runner before its receivers start
-                self._clock = json.loads((self.artefacts / "clock.json").read_text())
+                self._clock = json.loads((self._for_frames.artefacts / "clock.json").read_text())
             except FileNotFoundError:
                 return []
-        return samples(flow, self.artefacts, self._clock)
+        return samples(flow, self._for_frames, self._clock)
 
     def tfrc_counters(self, node: str) -> dict[str, Any]:
         """The last feedback of each tfrc flow the node sends: {tfrc FLOW:
         counters}."""
-        found = {}
+        found: dict[str, Any] = {}
+        if self._for_counters is None:
+            return found
         for flow in self.flows:
-            if flow.kind == "tfrc" and flow.src == node and self.artefacts is not None:
-                feedback = tfrc_feedback(flow, self.artefacts)
+            if flow.kind == "tfrc" and flow.src == node:
+                feedback = tfrc_feedback(flow, self._for_counters)
                 if feedback:
                     found[f"tfrc {flow.name}"] = {k: v for k, v in feedback[-1].items() if k != "event"}
         return found
 
 
 class LiveSource(FrameSource):
-    def __init__(self, lab: Lab, flows: list[ViewFlow] | None = None, capture_dir: Path = Path(".")):
-        artefacts, found = read_run_flows(lab.run_dir)
-        self.flow_frames = FlowFrames(lab, flows or found, artefacts if not flows else None)
-        super().__init__({"lab": lab.name,
-                          "nodes": [{"name": node.name, "ip": node.ip} for node in lab],
-                          "ranges": radio_ranges(lab.config),
-                          "flows": [flow.meta() for flow in self.flow_frames.flows],
-                          "capture": True})
+    def __init__(self, lab: Lab, flows: list[ViewFlow], capture_dir: Path):
+        # Flows named with --flow replace a run's; they have no tool outputs.
+        artefacts, shown = (None, flows) if flows else read_run_flows(lab.run_dir)
+        self.flow_frames = FlowFrames(lab, shown, artefacts)
+        super().__init__({**lab_meta(lab, shown), "capture": True})
         self.lab = lab
-        self.names = list(lab.nodes)
-        self.maker = FrameMaker(self.names)
+        self.maker = FrameMaker(list(lab.nodes))
         self.capture_dir = capture_dir
         self.capturing: Path | None = None
 
@@ -144,7 +163,7 @@ class LiveSource(FrameSource):
         names a path) or stop the air capture, as `meshemu capture
         start FILE | stop`; the file."""
         if run:
-            path = (self.capture_dir / f"air-{self.lab.name}-{time.strftime('%Y%m%d-%H%M%S')}.pcap").resolve()
+            path = new_capture_file(self.capture_dir, self.lab.name)
             self.lab.capture(path, run=True)
             self.capturing = path
             return path

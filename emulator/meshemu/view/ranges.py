@@ -54,14 +54,9 @@ def _last_in_range(medium_config: dict[str, Any], radio: dict[str, Any], z: floa
                    flag: str) -> int | None:
     """The index of the farthest probe the node at the origin reaches (the
     received power falls with distance in every propagation model)."""
-    def probe(name: str, x: float) -> dict[str, Any]:
-        return {"name": name, "mac_address": _mac(len(nodes)), "position": [x, 0.0, z], "promiscuous": False,
-                "mobility": {"kind": "static"}, "radio": radio}
-
-    nodes: list[dict[str, Any]] = []
-    nodes.append(probe("origin", 0.0))
-    for index, distance in enumerate(distances):
-        nodes.append(probe(f"p{index}", distance))
+    line = [0.0, *distances]  # node 0 at the origin, probe k is node k + 1
+    nodes = [{"name": f"n{index}", "mac_address": _mac(index), "position": [x, 0.0, z], "promiscuous": False,
+              "mobility": {"kind": "static"}, "radio": radio} for index, x in enumerate(line)]
     config = {"seed": medium_config["seed"], "mac": medium_config["mac"], "nodes": nodes, "links": []}
     reached = [link["b"] - 1 for link in medium.links(config)["links"] if link["a"] == 0 and link.get(flag)]
     return max(reached, default=None)

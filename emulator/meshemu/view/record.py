@@ -8,7 +8,8 @@ needs, in the run's directory (RECORD_FILE, gzip'd JSON lines):
 
 The frames are written while the run goes (a thread polls the lab as the
 live view does); the samples, from the tools' outputs, once they ended.
-The file is two gzip members, which gzip readers read as one.
+The file is two gzip members, which gzip readers read as one. replay.py
+holds every line to this format (its `_Frame` and the rest).
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from typing import Any
 
 from ..errors import MeshemuError
 from ..lab import Lab
-from .flows import PathTracker, ViewFlow, samples
+from .flows import PathTracker, ToolOutputs, ViewFlow, samples
 from .frames import FrameMaker
-from .live import snapshot
-from .ranges import radio_ranges
+from .live import lab_meta, snapshot
 from .routes import RouteReader
 
 RECORD_FILE = "view.jsonl.gz"
@@ -56,9 +56,7 @@ class Recorder:
         reader = RouteReader(self.lab)
         tracker = PathTracker(self.flows, maker.index)
         pairs = [(flow.src, flow.dst) for flow in self.flows]
-        # The ranges take the model a moment: here, not in the runner's schedule.
-        meta = {"lab": self.lab.name, "nodes": [{"name": node.name, "ip": node.ip} for node in self.lab],
-                "ranges": radio_ranges(self.lab.config), "flows": [flow.meta() for flow in self.flows]}
+        meta = lab_meta(self.lab, self.flows)  # here, not in the runner's schedule: the ranges take a moment
         with gzip.open(self.path, "wt") as out:
             out.write(_line({"meta": meta}))
             due = time.monotonic()
@@ -75,6 +73,7 @@ class Recorder:
     def add_samples(self, artefacts: Path, clock: dict[str, int]) -> None:
         """The flows' samples from their tools' outputs (after they ended);
         `clock`: the run's clock.json."""
-        found = [samples(flow, artefacts, clock) for flow in self.flows]
+        outputs = ToolOutputs(artefacts)
+        found = [samples(flow, outputs, clock) for flow in self.flows]
         with gzip.open(self.path, "at") as out:
             out.write(_line({"samples": found}))

@@ -25,7 +25,7 @@ IP_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
-class Path:
+class NodePath:
     nodes: tuple[str, ...]  # from the source on, as far as routes lead
     reached: bool           # the last node is the destination
 
@@ -68,7 +68,7 @@ class RouteReader:
         self.node_of_ip = {node.ip: node.name for node in lab}
         self.tables_read = 0  # for the benchmark: how many `ip` calls so far
 
-    def paths(self, flows: Iterable[tuple[str, str]]) -> list[Path]:
+    def paths(self, flows: Iterable[tuple[str, str]]) -> list[NodePath]:
         """The path of each (source, destination) pair now."""
         tables: dict[str, list[Route]] = {}
 
@@ -91,7 +91,8 @@ class RouteReader:
         return parse_table(json.loads(done.stdout or "[]"))
 
 
-def trace(src: str, dst: str, dst_ip: str, table_of: Callable[[str], list[Route]], node_of_ip: dict[str, str]) -> Path:
+def trace(src: str, dst: str, dst_ip: str, table_of: Callable[[str], list[Route]],
+          node_of_ip: dict[str, str]) -> NodePath:
     """Follow the routes from `src` towards `dst_ip`; a path stops where a
     node has no route, where the next hop is no node of the lab, or where it
     would loop."""
@@ -99,9 +100,9 @@ def trace(src: str, dst: str, dst_ip: str, table_of: Callable[[str], list[Route]
     while nodes[-1] != dst:
         route = lookup(table_of(nodes[-1]), dst_ip)
         if route is None or route.ends:
-            return Path(tuple(nodes), False)
+            return NodePath(tuple(nodes), False)
         next_hop = node_of_ip.get(route.gateway or dst_ip)
         if next_hop is None or next_hop in nodes:
-            return Path(tuple(nodes), False)
+            return NodePath(tuple(nodes), False)
         nodes.append(next_hop)
-    return Path(tuple(nodes), True)
+    return NodePath(tuple(nodes), True)

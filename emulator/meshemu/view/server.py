@@ -69,21 +69,26 @@ class ViewServer:
         return app
 
     async def serve(self, ready: Callable[[str], None]) -> None:
-        """Serve until SIGINT or SIGTERM."""
-        runner = web.AppRunner(self.app(), access_log=None)
+        """Serve until SIGINT or SIGTERM; a failure of the source ends the
+        server with it (a page would otherwise freeze on its last frame)."""
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.SockSite(runner, self.socket, shutdown_timeout=1.0)
+        site = web.SockSite(runner, self.socket)
         await site.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         poller = asyncio.create_task(self.source.run())
+        stopped = asyncio.create_task(stop.wait())
         ready(self.url)
         try:
-            await stop.wait()
+            await asyncio.wait({poller, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if poller.done():
+                poller.result()
         finally:
             poller.cancel()
+            stopped.cancel()
             await runner.cleanup()
 
     @web.middleware

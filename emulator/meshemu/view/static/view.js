@@ -17,10 +17,11 @@ const JUMP_S = 2;           // a frame this far from the previous one (a replay'
 const CHANGED_S = 5;        // a changed route stays highlighted this long
 const LOG_ENTRIES = 6;      // route changes listed per flow
 const FLOW_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b"];
+// scale: from the frame's unit to the shown one; least: the y axis's top when the values stay below it.
 const FLOW_CHARTS = [
-  { title: "goodput", unit: "kbit/s", colour: "#1f5fa8", scale: 1e-3 },
-  { title: "delay", unit: "ms", colour: "#8e44ad", scale: 1 },
-  { title: "loss", unit: "%", colour: "#c0392b", scale: 100 },
+  { title: "goodput", unit: "kbit/s", colour: "#1f5fa8", scale: 1e-3, least: 1, digits: 0 },
+  { title: "delay", unit: "ms", colour: "#8e44ad", scale: 1, least: 1, digits: 0 },
+  { title: "loss", unit: "%", colour: "#c0392b", scale: 100, least: 10, digits: 1 },
 ];
 
 const state = {
@@ -52,11 +53,17 @@ function el(name, attrs, parent) {
   return node;
 }
 
+// The server's JSON answer; a refusal is an error with the server's reason.
+async function request(path, options) {
+  const response = await fetch(path, options);
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${(await response.text()).trim()}`);
+  return response.json();
+}
+
 // --- start ---
 
 async function start() {
-  const response = await fetch("/api/meta");
-  state.meta = await response.json();
+  state.meta = await request("/api/meta");
   $("lab").textContent = state.meta.lab;
   document.title = `meshemu view: ${state.meta.lab}`;
   buildNodes();
@@ -318,9 +325,13 @@ function drawSelection(frame, positions) {
 async function refreshDaemons() {
   if (state.selected === null) return;
   const node = state.meta.nodes[state.selected].name;
-  const response = await fetch(`/api/daemons?node=${encodeURIComponent(node)}`);
-  if (!response.ok || state.selected === null || state.meta.nodes[state.selected].name !== node) return;
-  const daemons = await response.json();
+  let daemons;
+  try {
+    daemons = await request(`/api/daemons?node=${encodeURIComponent(node)}`);
+  } catch {
+    return;  // the frames' stream says when the server is gone
+  }
+  if (state.selected === null || state.meta.nodes[state.selected].name !== node) return;
   const parts = [];
   for (const [program, counters] of Object.entries(daemons)) {
     const title = document.createElement("h3");
@@ -380,26 +391,12 @@ function beginDrag(event, index, group) {
     group.classList.remove("dragging");
     const drag = state.drag;
     if (!drag.moved) { state.drag = null; select(index); return; }
-    try {
-      await post("/api/move", { node: state.meta.nodes[index].name, x: drag.x, y: drag.y });
-    } catch (error) {
-      setStatus(String(error), true);
-    }
+    await act("/api/move", { node: state.meta.nodes[index].name, x: drag.x, y: drag.y });
     state.drag = null;
   };
   group.addEventListener("pointermove", onMove);
   group.addEventListener("pointerup", onUp);
   group.addEventListener("pointercancel", onUp);
-}
-
-async function post(path, body) {
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "X-Meshemu-Token": TOKEN },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
-  return response.json();
 }
 
 // --- the air: sparklines per node (uPlot) ---
@@ -545,7 +542,7 @@ function makeFlowChart(holder, k, c) {
   const h = state.flowHistory[k];
   return new uPlot({
     width: 140, height: 40, pxAlign: false, padding: [2, 0, 2, 0],
-    scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max || 0, chart.title === "loss" ? 10 : 1)] } },
+    scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(max || 0, chart.least)] } },
     legend: { show: false }, cursor: { show: false }, select: { show: false },
     axes: [{ show: false }, { show: false }],
     series: [{}, { stroke: chart.colour, width: 1, points: { show: false }, spanGaps: false }],
@@ -604,7 +601,7 @@ function drawFlows(frame) {
     route.classList.toggle("broken", !reached);
     plots.forEach(({ caption, plot }, c) => {
       const chart = FLOW_CHARTS[c], v = values[c];
-      caption.textContent = `${chart.title} ${v === null ? "–" : (v * chart.scale).toFixed(c === 2 ? 1 : 0)} ${chart.unit}`;
+      caption.textContent = `${chart.title} ${v === null ? "–" : (v * chart.scale).toFixed(chart.digits)} ${chart.unit}`;
       caption.dataset.value = v === null ? "" : v;
       plot.setData([state.flowHistory[k].t, state.flowHistory[k].series[c]]);
     });
@@ -630,17 +627,26 @@ function setUpActions() {
     slider.min = state.meta.replay.start;
     slider.max = state.meta.replay.end;
     slider.addEventListener("pointerdown", () => { state.sliding = true; });
-    slider.addEventListener("pointerup", () => { state.sliding = false; });
+    window.addEventListener("pointerup", () => { state.sliding = false; });  // also when let go off the slider
     slider.addEventListener("input", () => act("/api/replay", { t: Number(slider.value) }));
     $("play").addEventListener("click", () => act("/api/replay", { playing: !(state.frame && state.frame.replay.playing) }));
   }
 }
 
+// An action of the user's (every POST carries the secret). Its error stays
+// on the page until an action succeeds: the status is the frames', renewed
+// four times a second.
 async function act(path, body) {
   try {
-    return await post(path, body);
+    const answer = await request(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Meshemu-Token": TOKEN },
+      body: JSON.stringify(body),
+    });
+    $("action-error").textContent = "";
+    return answer;
   } catch (error) {
-    setStatus(String(error), true);
+    $("action-error").textContent = String(error);
     return null;
   }
 }
