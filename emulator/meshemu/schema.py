@@ -673,7 +673,7 @@ class Realtime(StrictModel):
     # The medium's event loop under SCHED_FIFO: true, false, or auto (if the
     # kernel allows it, else normal scheduling and a warning).
     sched_fifo: Annotated[Literal["auto"] | bool, BeforeValidator(_sched_fifo)] = "auto"
-    spin: Duration = 0  # wake this long before each deadline and spin until it
+    spin: Duration = 0  # an event due sooner than this is waited for by polling, not by the timer
 
     @model_validator(mode="after")
     def _short_spin(self) -> "Realtime":

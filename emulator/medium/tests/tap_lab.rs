@@ -78,6 +78,25 @@ fn two_hop_ping_over_static_routes_costs_at_least_the_airtime_and_is_counted() {
 }
 
 #[test]
+fn events_waited_for_by_polling_are_not_carried_out_early() {
+    if !have_root("polling") {
+        return;
+    }
+    // With spin_ns at its 1 ms limit nearly every event of an exchange is
+    // waited for by polling, not by the timer.
+    let mut config = lab_config("mt-poll", &chain(3, 200.0), "static");
+    config["realtime"]["spin_ns"] = json!(1_000_000);
+    let guard = LabGuard::start(config);
+    let rtt_ms = ping_min_rtt_ms(&guard, 0, 2, 5).expect("n0 pings n2 across two hops");
+    let radio: RadioConfig = serde_json::from_value(wavelan_radio()).unwrap();
+    let floor_ms = 4.0 * min_hop_ns(&radio, 84) as f64 / 1e6;
+    assert!(rtt_ms > floor_ms, "RTT {rtt_ms} ms below the model's minimum {floor_ms} ms");
+    assert!(rtt_ms < 10.0 * floor_ms, "RTT {rtt_ms} ms on an idle medium");
+    let lateness = guard.control().request(json!({"op": "lateness"}));
+    assert!(lateness["count"].as_u64().unwrap() > 0, "{lateness}");
+}
+
+#[test]
 fn control_socket_answers_requests_and_explains_bad_ones() {
     if !have_root("control_socket") {
         return;

@@ -2,7 +2,7 @@
 
     python -m meshemu.bench.frames [--groups 40] [--overhearers 0] [--size 64]
                                    [--rates 250,500,1000,1500,2000,2500]
-                                   [--seconds 10] [--runs 3] [--medium-cpu 1]
+                                   [--seconds 10] [--runs 3] [--medium-cpu 1] [--spin 0us]
 
 The lab is `--groups` groups far apart (80211g, 54 Mbit/s; 400 m between
 groups, past carrier-sense range): in each a sender, its receiver 10 m away
@@ -23,7 +23,8 @@ deliveries per second (frames written into TAPs: received and overheard),
 the medium's CPU (share of its core) and CPU per carried frame, and the
 lateness of the model's actions in that step (p50/p99, from the
 differences of the medium's histogram). The last line names the highest
-step whose p99 stayed under 100 us in every run.
+step whose p99 stayed under 100 us in every run. `--spin` is the lab's
+`realtime.spin`: events due sooner than that are waited for by polling.
 """
 
 from __future__ import annotations
@@ -52,9 +53,10 @@ SETTLE_S = 1.0
 AIM_P99_US = 100
 
 
-def topology_text(name: str, groups: int, overhearers: int) -> str:
+def topology_text(name: str, groups: int, overhearers: int, spin: str) -> str:
     """Group g's nodes: sender, receiver, then its overhearers (n0, n1, ... in that order)."""
-    lines = [f"name: {name}", "profile: 80211g", "seed: 1", "routing: static", "nodes:"]
+    lines = [f"name: {name}", "profile: 80211g", "seed: 1", "routing: static", f"realtime: {{spin: {spin}}}",
+             "nodes:"]
     index = 0
     for group in range(groups):
         x = group * GROUP_SPACING_M
@@ -107,7 +109,7 @@ def measure_run(args: argparse.Namespace, rates: list[int]) -> list[Step]:
     group = 2 + args.overhearers
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / f"{args.name}.yaml"
-        path.write_text(topology_text(args.name, args.groups, args.overhearers))
+        path.write_text(topology_text(args.name, args.groups, args.overhearers, args.spin))
         lab = Lab.from_file(path)
         try:
             lab.up()
@@ -170,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds measured per step")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--medium-cpu", type=int, default=1, help="the core the medium is pinned to")
+    parser.add_argument("--spin", default="0us", help="the lab's realtime.spin")
     parser.add_argument("--name", default="benchframes", help="lab name used for the runs")
     args = parser.parse_args(argv)
     try:
@@ -184,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.medium_cpu not in cores or len(cores) < 2:
         parser.error(f"--medium-cpu {args.medium_cpu}: needs one of {sorted(cores)} and another core beside it")
     print(f"frames: {args.groups} groups of a sender, a receiver and {args.overhearers} overhearers (80211g), "
-          f"{args.size}-byte UDP, medium on core {args.medium_cpu}; {args.runs} runs, {args.seconds:g} s a step; "
-          "min/median/max")
+          f"{args.size}-byte UDP, medium on core {args.medium_cpu}, spin {args.spin}; {args.runs} runs, "
+          f"{args.seconds:g} s a step; min/median/max")
     try:
         runs = [measure_run(args, rates) for _ in range(args.runs)]
     except MeshemuError as exc:

@@ -132,6 +132,16 @@ impl Writer {
     /// Publishes a new consistent state. `peers` must have one entry per node.
     pub fn update(&mut self, time_ns: u64, counters: &NodeCounters, peers: &[PeerEntry]) {
         assert_eq!(peers.len(), self.peer_count(), "peer table size differs from the page's");
+        self.publish(time_ns, counters, peers);
+    }
+
+    /// Publishes new counters; the peer table stays as last published.
+    pub fn update_counters(&mut self, time_ns: u64, counters: &NodeCounters) {
+        self.publish(time_ns, counters, &[]);
+    }
+
+    /// Writes the counters and the first `peers.len()` peer entries under the sequence lock.
+    fn publish(&mut self, time_ns: u64, counters: &NodeCounters, peers: &[PeerEntry]) {
         let page = words(&self.map);
         let seq = &page[SEQ_WORD];
         self.seq += 1;
@@ -417,6 +427,21 @@ mod tests {
         assert_eq!(snap.counters, counters);
         assert_eq!(snap.peers, peers);
         assert_eq!(reader.read_counters().unwrap(), (123_000, counters));
+    }
+
+    #[test]
+    fn counters_alone_leave_the_peer_table_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("radio");
+        let mut writer = Writer::create(&path, 0, 2).unwrap();
+        let peers = [PeerEntry::default(), peer_all(4, 4)];
+        writer.update(1, &NodeCounters::default(), &peers);
+        let counters = NodeCounters { busy_ns: 77, ..Default::default() };
+        writer.update_counters(2, &counters);
+
+        let snap = RadioStats::open(&path).unwrap().read().unwrap();
+        assert_eq!((snap.time_ns, snap.counters, snap.peers), (2, counters, peers.to_vec()));
+        assert_eq!(writer.seq, 4, "each update is one odd-even step of the sequence lock");
     }
 
     #[test]

@@ -97,23 +97,28 @@ impl<T: Port> EventLoop<T> {
 
         let mut events = vec![EpollEvent::empty(); 64 + self.nodes.len()];
         loop {
-            self.timer.arm(&self.clock, self.medium.poll_timeout())?;
+            let next_event = self.medium.poll_timeout();
+            let polling = self.timer.is_close(next_event, self.clock.now());
+            if !polling {
+                self.timer.arm(&self.clock, next_event)?;
+            }
             // Clients with requests still queued are served on the next turn, after the model.
-            let wait = if self.control.has_requests() { EpollTimeout::ZERO } else { EpollTimeout::NONE };
+            let wait =
+                if polling || self.control.has_requests() { EpollTimeout::ZERO } else { EpollTimeout::NONE };
             let count = match self.epoll.wait(&mut events, wait) {
                 Ok(count) => count,
                 Err(Errno::EINTR) => 0,
                 Err(e) => return Err(e).context("epoll_wait"),
             };
             let woke = self.clock.now();
-            if let Some(deadline) = self.timer.armed().filter(|&deadline| deadline <= woke) {
-                self.lateness.timer_wakeup.record(woke - deadline);
-            }
-            let now = self.timer.spin_until_due(&self.clock, self.medium.poll_timeout(), woke);
-            self.advance(now);
+            self.advance(woke);
             for event in &events[..count] {
                 match event.data() {
-                    TOKEN_TIMER => self.timer.expired(),
+                    TOKEN_TIMER => {
+                        if let Some(deadline) = self.timer.expired() {
+                            self.lateness.timer_wakeup.record(woke.saturating_sub(deadline));
+                        }
+                    }
                     TOKEN_SIGNAL => {
                         if let Ok(Some(info)) = self.signals.read_signal() {
                             let name = Signal::try_from(info.ssi_signo as i32).map_or("?", |s| s.as_str());

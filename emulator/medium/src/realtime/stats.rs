@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::Context;
-use meshemu_model::{Medium, NodeId, Time};
+use meshemu_model::{Medium, NodeId, Time, Touched};
 use meshemu_radiostats::{PeerEntry, Writer, BY_NETNS_DIR, PAGE_FILE_NAME};
 
 use crate::config::LabConfig;
@@ -18,7 +18,7 @@ pub struct StatsPages {
     _by_netns_links: Vec<RemoveOnDrop>,
     pages: Vec<Writer>,
     /// Nodes whose statistics changed since the last publication.
-    touched: Vec<NodeId>,
+    touched: Vec<Touched>,
     peer_scratch: Vec<PeerEntry>,
 }
 
@@ -54,13 +54,18 @@ impl StatsPages {
         Ok(StatsPages { _by_netns_links: by_netns_links, pages, touched: Vec::new(), peer_scratch: peers })
     }
 
-    /// Rewrites the pages of the nodes whose statistics changed.
+    /// Rewrites the pages of the nodes whose statistics changed: the peer
+    /// table only where it changed (it is 40 bytes per node of the lab).
     pub fn publish<P: Clone>(&mut self, medium: &mut Medium<P>, macs: &[[u8; 6]], now: Time) {
         medium.take_touched(&mut self.touched);
-        for &node in &self.touched {
+        for &Touched { node, peers } in &self.touched {
             let counters = *medium.stats(node);
-            fill_peers(medium, node, macs, &mut self.peer_scratch);
-            self.pages[node].update(now, &counters, &self.peer_scratch);
+            if peers {
+                fill_peers(medium, node, macs, &mut self.peer_scratch);
+                self.pages[node].update(now, &counters, &self.peer_scratch);
+            } else {
+                self.pages[node].update_counters(now, &counters);
+            }
         }
         self.touched.clear();
     }

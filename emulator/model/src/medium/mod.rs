@@ -133,6 +133,14 @@ pub struct LinkInfo {
     pub in_cs_range: bool,
 }
 
+/// A node whose statistics changed (`Medium::take_touched`), and whether its
+/// figures per peer did too: most changes are counters only (carrier sensed,
+/// a backoff), and a reader's copy of the peer table is large.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touched {
+    pub node: NodeId,
+    pub peers: bool,
+}
 
 /// Derived radio values, in linear units where the model computes.
 #[derive(Debug, Clone)]
@@ -353,7 +361,7 @@ impl<P: Clone> Medium<P> {
     }
 
     /// Appends the nodes whose statistics changed since the last call.
-    pub fn take_touched(&mut self, out: &mut Vec<NodeId>) {
+    pub fn take_touched(&mut self, out: &mut Vec<Touched>) {
         self.stats.take_touched(out);
     }
 

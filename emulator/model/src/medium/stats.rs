@@ -1,9 +1,9 @@
 //! The medium's statistics: every node's counters, its figures per peer, and
-//! which nodes' statistics changed since the caller last asked (the
-//! real-time medium republishes only those).
+//! which nodes' statistics changed since the caller last asked, and whether
+//! their peer figures did (the real-time medium republishes only those).
 
 use super::exchange::{Finish, Outgoing};
-use super::{Dest, TxOutcome};
+use super::{Dest, Touched, TxOutcome};
 use crate::stats::{record_attempts, to_milli, NodeCounters, PeerStats};
 use crate::NodeId;
 
@@ -13,12 +13,20 @@ pub(super) struct Stats {
     /// `peers[node * n + peer]`.
     peers: Vec<PeerStats>,
     touched: Vec<bool>,
+    /// Nodes whose peer figures changed (a subset of the touched ones).
+    peers_touched: Vec<bool>,
     touched_list: Vec<NodeId>,
 }
 
 impl Stats {
     pub(super) fn new(n: usize) -> Self {
-        Stats { nodes: vec![NodeCounters::default(); n], peers: vec![PeerStats::default(); n * n], touched: vec![false; n], touched_list: Vec::new() }
+        Stats {
+            nodes: vec![NodeCounters::default(); n],
+            peers: vec![PeerStats::default(); n * n],
+            touched: vec![false; n],
+            peers_touched: vec![false; n],
+            touched_list: Vec::new(),
+        }
     }
 
     pub(super) fn node(&self, node: NodeId) -> &NodeCounters {
@@ -34,7 +42,10 @@ impl Stats {
         &self.peers[node * self.nodes.len() + peer]
     }
 
+    /// A node's figures about one peer, to count in; touches the node and its peers.
     fn peer_mut(&mut self, node: NodeId, peer: NodeId) -> &mut PeerStats {
+        self.touch(node);
+        self.peers_touched[node] = true;
         let n = self.nodes.len();
         &mut self.peers[node * n + peer]
     }
@@ -47,11 +58,11 @@ impl Stats {
         }
     }
 
-    pub(super) fn take_touched(&mut self, out: &mut Vec<NodeId>) {
-        for &n in &self.touched_list {
-            self.touched[n] = false;
+    pub(super) fn take_touched(&mut self, out: &mut Vec<Touched>) {
+        for node in self.touched_list.drain(..) {
+            self.touched[node] = false;
+            out.push(Touched { node, peers: std::mem::take(&mut self.peers_touched[node]) });
         }
-        out.append(&mut self.touched_list);
     }
 
     /// Counts a data frame handed up at `node` from `from`.

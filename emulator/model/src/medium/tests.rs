@@ -479,11 +479,31 @@ fn stats_of_changed_nodes_are_reported_once() {
     m.handle_timeout(100 * MS, &mut out);
     let mut touched = Vec::new();
     m.take_touched(&mut touched);
-    touched.sort();
-    assert_eq!(touched, vec![0, 1], "node 2 is far away and saw nothing");
+    touched.sort_by_key(|t| t.node);
+    // The receiver's peer figures (node 0's power) changed; the sender's
+    // did not: a broadcast counts no peer.
+    assert_eq!(touched, vec![Touched { node: 0, peers: false }, Touched { node: 1, peers: true }],
+               "node 2 is far away and saw nothing");
     touched.clear();
     m.take_touched(&mut touched);
     assert!(touched.is_empty());
+}
+
+#[test]
+fn peer_figures_are_reported_changed_only_for_the_nodes_of_an_exchange() {
+    // 0 sends to 1; 2 hears both, but the frames are not for it and it is not
+    // promiscuous: only its counters (busy time) change.
+    let mut m = medium(config(&[0.0, 100.0, 200.0], &wavelan()));
+    let mut out = Vec::new();
+    m.send(MS, 0, unicast(1, 1), &mut out);
+    m.handle_timeout(100 * MS, &mut out);
+    let mut touched = Vec::new();
+    m.take_touched(&mut touched);
+    touched.sort_by_key(|t| t.node);
+    assert_eq!(
+        touched,
+        vec![Touched { node: 0, peers: true }, Touched { node: 1, peers: true }, Touched { node: 2, peers: false }]
+    );
 }
 
 #[test]
