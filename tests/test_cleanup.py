@@ -108,3 +108,23 @@ def test_cli_cleanup_reports_and_is_idempotent(crashed_lab):
     second = subprocess.run([sys.executable, "-m", "meshemu", "cleanup", name], capture_output=True, text=True)
     assert second.returncode == 0 and second.stdout.strip() == "nothing to clean up"
     assert not any(ns.startswith(f"{name}-") for ns in namespaces())
+
+
+def test_wait_gone_returns_at_exit_and_names_the_survivors():
+    """wait_gone sleeps on pidfds: an exited process (a zombie not reaped
+    yet counts as gone) ends the wait, a running one is returned after the
+    timeout, and a recorded start time that does not match is a process
+    that is gone already."""
+    quick = subprocess.Popen(["sleep", "0.1"])
+    slow = subprocess.Popen(["sleep", "600"])
+    try:
+        quick_id, slow_id = procs.identify(quick.pid), procs.identify(slow.pid)
+        assert procs.wait_gone([quick_id], 10) == []
+        assert quick.poll() is not None  # it was a zombie until this reaped it
+        assert procs.wait_gone([slow_id], 0.2) == [slow_id]
+        reused = procs.ProcessId(slow.pid, slow_id.start_time + 1)
+        assert procs.wait_gone([reused], 10) == []
+        assert slow.poll() is None
+    finally:
+        slow.kill()
+        slow.wait()

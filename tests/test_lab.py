@@ -211,6 +211,32 @@ def test_python_api(chain):
     assert any(link["a"] == 0 and link["b"] == 1 and link["in_rx_range"] for link in links["links"])
 
 
+def test_the_nodes_share_one_hosts_file(chain):
+    """Every node's /etc/netns/<ns>/hosts is one file (hard links), which
+    `ip netns exec` shows each node as its /etc/hosts."""
+    lab = Lab.attach(CHAIN)
+    files = [Path("/etc/netns") / node.netns / "hosts" for node in lab]
+    assert len({path.stat().st_ino for path in files}) == 1
+    assert files[0].stat().st_nlink == len(lab)
+    for name in ("n0", "n7"):
+        seen = lab[name].run(["cat", "/etc/hosts"], check=True).stdout
+        assert seen == files[0].read_text()
+        assert f"10.0.0.5\tn4\t{CHAIN}-n4\n" in seen
+
+
+def test_nodes_forward_and_send_or_take_no_redirects(chain):
+    """The sysctls section 4 of emulator/README.md promises in every node:
+    `wlan0` has them from `default`, set before it was made."""
+    lab = Lab.attach(CHAIN)
+    wanted = {"net.ipv4.ip_forward": "1"}
+    for scope in ("all", "default", "wlan0"):
+        wanted |= {f"net.ipv4.conf.{scope}.{name}": "0" for name in ("send_redirects", "accept_redirects", "rp_filter")}
+        wanted[f"net.ipv6.conf.{scope}.disable_ipv6"] = "1"
+    for name in ("n0", "n5"):
+        values = lab[name].run(["sysctl", "-n", *wanted], check=True).stdout.split()
+        assert dict(zip(wanted, values)) == wanted
+
+
 def test_context_manager_removes_everything(tmp_path):
     with Lab.from_file(TOPOLOGIES / "grid5.yaml", name="tctx") as lab:
         assert len(lab) == 25

@@ -5,6 +5,7 @@ reused PID is never hit. Never by name."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -67,24 +68,55 @@ def signal_process(process: ProcessId, signum: int) -> bool:
 
 
 def wait_gone(processes: list[ProcessId], timeout: float) -> list[ProcessId]:
-    """Wait until the processes exit; those still alive after `timeout`."""
+    """Wait until the processes exit; those still alive after `timeout`.
+    Sleeps on their pidfds, which become readable the moment they exit."""
     deadline = time.monotonic() + timeout
-    remaining = [p for p in processes if is_alive(p)]
-    while remaining and time.monotonic() < deadline:
-        time.sleep(0.01)
-        remaining = [p for p in remaining if is_alive(p)]
-    return remaining
+    watched: dict[int, ProcessId] = {}
+    poller = select.poll()
+    try:
+        for process in processes:
+            try:
+                pidfd = os.pidfd_open(process.pid)
+            except (ProcessLookupError, OSError):
+                continue  # gone
+            watched[pidfd] = process
+            poller.register(pidfd, select.POLLIN)
+        # Checked after opening the pidfds: each pins its process, so a PID
+        # reused meanwhile is not mistaken for ours.
+        for pidfd, process in list(watched.items()):
+            if not is_alive(process):
+                poller.unregister(pidfd)
+                os.close(pidfd)
+                del watched[pidfd]
+        while watched:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for pidfd, _ in poller.poll(remaining * 1000):
+                poller.unregister(pidfd)
+                os.close(pidfd)
+                del watched[pidfd]
+        return list(watched.values())
+    finally:
+        for pidfd in watched:
+            os.close(pidfd)
 
 
 def stop(processes: list[ProcessId], grace: float) -> list[ProcessId]:
     """SIGTERM, then SIGKILL whatever is left after `grace` seconds. Returns
     the processes that were signalled (were still running)."""
     signalled = [p for p in processes if signal_process(p, signal.SIGTERM)]
-    survivors = wait_gone(signalled, grace)
+    stop_signalled(signalled, grace)
+    return signalled
+
+
+def stop_signalled(processes: list[ProcessId], grace: float) -> None:
+    """The second half of `stop`, for processes sent SIGTERM already: SIGKILL
+    whatever is left after `grace` seconds."""
+    survivors = wait_gone(processes, grace)
     for process in survivors:
         signal_process(process, signal.SIGKILL)
     wait_gone(survivors, 5.0)
-    return signalled
 
 
 def netns_inode(path: str | Path) -> int | None:

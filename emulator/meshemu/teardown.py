@@ -3,8 +3,10 @@ whether the lab is healthy or was killed with SIGKILL halfway."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -33,12 +35,16 @@ def teardown(run_dir: Path, medium_grace: float = MEDIUM_GRACE) -> list[str]:
         medium = state.medium()
         inodes = _netns_inodes(state)
         _stop_node_processes(state, inodes, {medium.pid} if medium else set(), report)
-        if medium is not None and procs.stop([medium.id], medium_grace):
+        stopping = medium is not None and procs.signal_process(medium.id, signal.SIGTERM)
+        # The hosts files serve only programs in the nodes, all stopped now:
+        # removed while the medium takes its namespaces down on the other core.
+        _remove_files(state, report)
+        if stopping:
+            procs.stop_signalled([medium.id], medium_grace)
             report.append(f"stopped the medium (pid {medium.pid})")
         _delete_iptables_rules(state, report)
         _delete_namespaces(state, report)
         _remove_by_netns_links(run_dir, report)
-        _remove_files(state, report)
     if run_dir.exists():
         shutil.rmtree(run_dir, ignore_errors=True)
         report.append(f"removed {run_dir}")
@@ -56,6 +62,8 @@ def teardown(run_dir: Path, medium_grace: float = MEDIUM_GRACE) -> list[str]:
 def _netns_inodes(state: LabState) -> set[int]:
     inodes = set(state.netns_inodes.values())
     for name in state.namespaces:
+        if name in state.netns_inodes:
+            continue  # recorded once it existed; a namespace keeps its inode
         inode = procs.netns_inode(NETNS_DIR / name)
         if inode is not None:
             inodes.add(inode)
@@ -114,16 +122,25 @@ def _remove_by_netns_links(run_dir: Path, report: list[str]) -> None:
 
 
 def _remove_files(state: LabState, report: list[str]) -> None:
+    """One system call each (thousands for a large lab): unlink refuses
+    directories, rmdir directories that are not empty (holding files that are
+    not ours)."""
     for name in state.files:
-        path = Path(name)
-        if path.is_file() or path.is_symlink():
-            path.unlink()
-            report.append(f"removed {path}")
+        try:
+            os.unlink(name)
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        report.append(f"removed {name}")
     for name in reversed(state.dirs):  # recorded outer first: remove inner first
-        path = Path(name)
-        if path.is_dir() and not any(path.iterdir()):
-            path.rmdir()
-            report.append(f"removed {path}")
+        try:
+            os.rmdir(name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY:
+                raise
+            continue
+        report.append(f"removed {name}")
 
 
 def _remove_if_empty(path: Path) -> None:

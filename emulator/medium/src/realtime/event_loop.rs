@@ -13,6 +13,7 @@ use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::signal::Signal;
 use nix::sys::signalfd::{SfdFlags, SignalFd};
+use serde::Serialize;
 use serde_json::json;
 
 use super::capture::Capture;
@@ -30,6 +31,14 @@ const MAX_READS_PER_WAKEUP: usize = 256;
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 const TOKEN_LISTENER: u64 = u64::MAX - 2;
+
+/// The line that tells the control plane the lab is up (section 4).
+#[derive(Serialize)]
+struct ReadyLine<'a> {
+    ready: bool,
+    pid: u32,
+    links: &'a [LinkInfo],
+}
 
 /// The loop and what it serves. Field order is teardown order: the port (the
 /// nodes' side) first, then the links and the socket.
@@ -87,12 +96,17 @@ impl<T: Port> EventLoop<T> {
 
     /// Prints the ready line (model time 0) and runs until told to stop.
     pub fn run(&mut self) -> anyhow::Result<()> {
+        // Serialized first and written at once: a large lab's line is
+        // megabytes (its links), and the control plane reads the file as it
+        // grows.
+        let ready = ReadyLine { ready: true, pid: std::process::id(), links: &self.links_at_start };
+        let mut line = serde_json::to_vec(&ready).context("serializing the ready line")?;
+        line.push(b'\n');
         self.clock.start();
-        let ready = json!({"ready": true, "pid": std::process::id(), "links": self.links_at_start});
         let mut stdout = io::stdout().lock();
         // The control plane may not read our stdout at all; a failure to
         // print is not a reason to stop the lab.
-        let _ = writeln!(stdout, "{ready}").and_then(|_| stdout.flush());
+        let _ = stdout.write_all(&line).and_then(|_| stdout.flush());
         drop(stdout);
 
         let mut events = vec![EpollEvent::empty(); 64 + self.nodes.len()];

@@ -24,34 +24,21 @@ pub struct StatsPages {
 
 impl StatsPages {
     /// The pages, each published once with the counters at start (so the
-    /// peer table has its addresses before any traffic), then one by-netns
-    /// link per namespace inode (`inodes` in node order).
+    /// peer table has its addresses before any traffic), and one by-netns
+    /// link per namespace inode (`inodes` in node order). The links are made
+    /// by a second thread meanwhile: they go into another directory, and on
+    /// a host whose /run is a disk filesystem each new file can cost half a
+    /// millisecond in its inode allocator.
     pub fn create<P: Clone>(config: &LabConfig, medium: &Medium<P>, inodes: &[u64]) -> anyhow::Result<Self> {
         let nodes_dir = config.run_dir.join("nodes");
-        let n = config.nodes.len();
-        let macs: Vec<[u8; 6]> = config.medium.nodes.iter().map(|node| node.mac_address.0).collect();
-        let mut peers = vec![PeerEntry::default(); n];
-        let mut pages = Vec::with_capacity(n);
-        for (i, node) in config.medium.nodes.iter().enumerate() {
-            let dir = nodes_dir.join(&node.name);
-            create_dirs(&dir, 0o755)?;
-            let mut page = Writer::create(&dir.join(PAGE_FILE_NAME), i as u32, n as u32)?;
-            fill_peers(medium, i, &macs, &mut peers);
-            page.update(0, medium.stats(i), &peers);
-            pages.push(page);
-        }
-        create_dirs(Path::new(BY_NETNS_DIR), 0o755)?;
-        let mut by_netns_links = Vec::with_capacity(n);
-        for (node, inode) in config.medium.nodes.iter().zip(inodes) {
-            let link = Path::new(BY_NETNS_DIR).join(inode.to_string());
-            // A link of this inode is stale: its namespace is gone, or ours
-            // could not have this inode.
-            let _ = fs::remove_file(&link);
-            std::os::unix::fs::symlink(nodes_dir.join(&node.name), &link)
-                .with_context(|| format!("node {}: creating {}", node.name, link.display()))?;
-            by_netns_links.push(RemoveOnDrop(link));
-        }
-        Ok(StatsPages { _by_netns_links: by_netns_links, pages, touched: Vec::new(), peer_scratch: peers })
+        let (pages, links) = std::thread::scope(|scope| {
+            let links = scope.spawn(|| create_by_netns_links(config, &nodes_dir, inodes));
+            let pages = create_pages(config, medium, &nodes_dir);
+            (pages, links.join().expect("the link thread does not panic"))
+        });
+        let (pages, by_netns_links) = (pages?, links?);
+        let peer_scratch = vec![PeerEntry::default(); config.nodes.len()];
+        Ok(StatsPages { _by_netns_links: by_netns_links, pages, touched: Vec::new(), peer_scratch })
     }
 
     /// Rewrites the pages of the nodes whose statistics changed: the peer
@@ -69,6 +56,39 @@ impl StatsPages {
         }
         self.touched.clear();
     }
+}
+
+fn create_pages<P: Clone>(config: &LabConfig, medium: &Medium<P>, nodes_dir: &Path) -> anyhow::Result<Vec<Writer>> {
+    let n = config.nodes.len();
+    let macs: Vec<[u8; 6]> = config.medium.nodes.iter().map(|node| node.mac_address.0).collect();
+    let mut peers = vec![PeerEntry::default(); n];
+    let mut pages = Vec::with_capacity(n);
+    for (i, node) in config.medium.nodes.iter().enumerate() {
+        let dir = nodes_dir.join(&node.name);
+        create_dirs(&dir, 0o755)?;
+        let mut page = Writer::create(&dir.join(PAGE_FILE_NAME), i as u32, n as u32)?;
+        fill_peers(medium, i, &macs, &mut peers);
+        page.update(0, medium.stats(i), &peers);
+        pages.push(page);
+    }
+    Ok(pages)
+}
+
+/// `/run/meshemu/by-netns/<inode>` to `nodes_dir/<name>` for every node;
+/// each removed again when the result is dropped (also on failure halfway).
+fn create_by_netns_links(config: &LabConfig, nodes_dir: &Path, inodes: &[u64]) -> anyhow::Result<Vec<RemoveOnDrop>> {
+    create_dirs(Path::new(BY_NETNS_DIR), 0o755)?;
+    let mut links = Vec::with_capacity(inodes.len());
+    for (node, inode) in config.medium.nodes.iter().zip(inodes) {
+        let link = Path::new(BY_NETNS_DIR).join(inode.to_string());
+        // A link of this inode is stale: its namespace is gone, or ours
+        // could not have this inode.
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(nodes_dir.join(&node.name), &link)
+            .with_context(|| format!("node {}: creating {}", node.name, link.display()))?;
+        links.push(RemoveOnDrop(link));
+    }
+    Ok(links)
 }
 
 /// The peer table of `node` in page layout.

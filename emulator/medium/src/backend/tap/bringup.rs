@@ -10,12 +10,14 @@ use crate::netlink::{self, RouteSocket};
 use crate::netns::{self, NetSysctls, NetnsMount, TAP_NAME};
 
 /// The namespaces and TAPs of a lab. Dropping it tears everything down in the
-/// fast order: every namespace name is removed first, then the TAP fds are
-/// closed, which lets the kernel destroy the namespaces in one batch.
+/// fast order: the TAP fds are closed first, while the names still hold every
+/// namespace (closing one takes RTNL, which the kernel's destruction of dead
+/// namespaces holds for long stretches), then the names are removed and the
+/// namespaces die with them.
 pub struct Namespaces {
     // Field order is drop order.
-    mounts: Vec<NetnsMount>,
     taps: Vec<OwnedFd>,
+    mounts: Vec<NetnsMount>,
     inodes: Vec<u64>,
 }
 
