@@ -93,9 +93,8 @@ def pin(pid: int, cpus: set[int]) -> None:
         os.sched_setaffinity(int(task.name), cpus)
 
 
-def send_all(lab: Lab, senders: list[tuple[str, str]], rate: int, size: int, seconds: float,
+def send_all(lab: Lab, program: str, senders: list[tuple[str, str]], rate: int, size: int, seconds: float,
              cpus: set[int]) -> list[Process]:
-    program = str(find_program("meshemu-udp"))
     started = []
     for sender, receiver_ip in senders:
         process = lab[sender].spawn([program, "send", "--dst", f"{receiver_ip}:{PORT}", "--size", str(size),
@@ -124,15 +123,15 @@ def measure_run(args: argparse.Namespace, rates: list[int]) -> list[Step]:
             for g in range(args.groups):
                 receiver = lab[names[g * group + 1]].spawn([program, "recv", "--port", str(PORT), "--interval", "0s"])
                 pin(receiver.pid, others)
-            return [measure_step(lab, medium.pid, senders, rate, args, others) for rate in rates]
+            return [measure_step(lab, program, medium.pid, senders, rate, args, others) for rate in rates]
         finally:
             if lab.run_dir.exists():
                 lab.down()
 
 
-def measure_step(lab: Lab, medium_pid: int, senders: list[tuple[str, str]], rate: int,
+def measure_step(lab: Lab, program: str, medium_pid: int, senders: list[tuple[str, str]], rate: int,
                  args: argparse.Namespace, cpus: set[int]) -> Step:
-    processes = send_all(lab, senders, rate, args.size, SETTLE_S + args.seconds + 0.5, cpus)
+    processes = send_all(lab, program, senders, rate, args.size, SETTLE_S + args.seconds + 0.5, cpus)
     time.sleep(SETTLE_S)
     started = time.monotonic()
     cpu_before, (frames_before, deliveries_before) = usage([medium_pid]), counters(lab)

@@ -75,10 +75,9 @@ impl Stats {
             counters.rx_bytes += len as u64;
             self.peer_mut(node, from).rx_frames += 1;
         }
-        let peer = self.peer_mut(node, from);
+        let peer = self.peer_mut(node, from);  // touches the node
         peer.last_rx_power_mdbm = to_milli(rx_power_dbm);
         peer.last_sinr_mdb = to_milli(sinr_db);
-        self.touch(node);
     }
 
     /// Counts the end of a frame's MAC work at `node`; returns its outcome.
