@@ -1,0 +1,78 @@
+"""Counts a lab's frames dropped at the retry limit by their network length,
+to set beside the packet types of ns-2's `D MAC RET` lines.
+
+Waits for the next lab to come up (a new control socket under
+/run/meshemu), subscribes to its `drop` events (emulator/README.md §6) and,
+when the lab goes down, writes the counts as JSON: the events of each kind
+(`retry_drop`, `queue_drop`, `link_drop`) and the retry drops by network
+length and by node. Start it as root just before `meshemu run` of one run:
+
+    python experiments/validation/ns2/drop_lengths.py OUT.json &
+    meshemu run FILE --only ... --set "seeds=[1]" --out DIR
+    wait
+
+In grid13-floods.yaml a length of 1480 is a flood packet, 48 an AODV RREP,
+28 an ARP packet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import socket
+import time
+from pathlib import Path
+
+RUN_DIR = Path("/run/meshemu")
+
+
+def control_sockets() -> set[Path]:
+    return set(RUN_DIR.glob("*/control.sock"))
+
+
+def next_lab(known: set[Path], timeout_s: float) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        new = control_sockets() - known
+        if new:
+            return new.pop()
+        time.sleep(0.2)
+    raise SystemExit(f"drop_lengths: no new lab under {RUN_DIR} within {timeout_s:.0f} s")
+
+
+def count(path: Path) -> dict[str, object]:
+    events: collections.Counter[str] = collections.Counter()
+    by_length: collections.Counter[int] = collections.Counter()
+    by_node: collections.Counter[str] = collections.Counter()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(str(path))
+        connection.sendall(b'{"op": "subscribe", "events": ["drop"]}\n')
+        for line in connection.makefile("rb"):
+            event = json.loads(line)
+            if event.get("event") == "dropped":
+                raise SystemExit(f"drop_lengths: fell behind the medium and lost {event['count']} events")
+            if event.get("event") != "drop":
+                continue  # the subscription's acknowledgement
+            kind = event["outcome"]["kind"]
+            events[kind] += 1
+            if kind == "retry_drop":
+                by_length[event["len"]] += 1
+                by_node[event["node"]] += 1
+    return {"lab": str(path.parent), "events": dict(events),
+            "retry_drops_by_length": {str(k): v for k, v in sorted(by_length.items())},
+            "retry_drops_by_node": dict(by_node.most_common())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="where to write the counts (JSON)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for a lab (600)")
+    args = parser.parse_args()
+    lab = next_lab(control_sockets(), args.timeout)
+    time.sleep(0.5)  # the medium listens a moment after it creates the socket
+    args.out.write_text(json.dumps(count(lab), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
