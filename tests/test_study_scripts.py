@@ -1,5 +1,6 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
-counters.py, experiments/re-tfrc/tables.py) on small hand-made results:
+counters.py, experiments/re-tfrc/tables.py,
+experiments/validation/ns2/drop_lengths.py) on small hand-made results:
 records with only the keys the scripts read, run files as `meshemu run`
 writes them, and the expected figures computed by hand in the comments."""
 
@@ -9,7 +10,9 @@ import importlib.util
 import json
 import math
 import re
+import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ def study_script(path: str):
 analyse = study_script("copas/analyse.py")
 counters = study_script("copas/counters.py")
 tables = study_script("re-tfrc/tables.py")
+drop_lengths = study_script("validation/ns2/drop_lengths.py")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -402,3 +406,45 @@ def test_constrained_rate_has_a_row_per_cap_over_the_seeds(capsys):
     assert low["RTT ms"] == "100/150/200"
     assert high["throughput kbit/s"] == "171"
     assert high["MAC drops %"] == "5.00"
+
+
+# --- experiments/validation/ns2/drop_lengths.py ---------------------------------------------------
+
+def medium_sending(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[Path, threading.Thread]:
+    """A control socket that answers a subscription with `lines`, then closes, as a medium going down."""
+    path = tmp_path / "control.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def serve():
+        with server, server.accept()[0] as client:
+            assert json.loads(client.makefile("rb").readline()) == {"op": "subscribe", "events": ["drop"]}
+            client.sendall("".join(json.dumps(line) + "\n" for line in lines).encode())
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    return path, thread
+
+
+def drop(node: str, length: int, kind: str) -> dict[str, Any]:
+    return {"event": "drop", "time_ns": 1, "node": node, "len": length, "outcome": {"kind": kind}}
+
+
+def test_drop_lengths_counts_retry_drops_by_length_and_node(tmp_path):
+    path, thread = medium_sending(tmp_path, [{"ok": True}, drop("n1", 1480, "retry_drop"),
+                                             drop("n1", 48, "retry_drop"), drop("n2", 1480, "retry_drop"),
+                                             drop("n2", 1480, "queue_drop")])
+    counts = drop_lengths.count(path)
+    thread.join()
+    assert counts["events"] == {"retry_drop": 3, "queue_drop": 1}
+    assert counts["retry_drops_by_length"] == {"48": 1, "1480": 2}
+    assert counts["retry_drops_by_node"] == {"n1": 2, "n2": 1}
+
+
+def test_drop_lengths_refuses_counts_with_events_lost(tmp_path):
+    path, thread = medium_sending(tmp_path, [{"ok": True}, drop("n1", 1480, "retry_drop"),
+                                             {"event": "dropped", "count": 7}])
+    with pytest.raises(SystemExit, match="lost 7 events"):
+        drop_lengths.count(path)
+    thread.join()
