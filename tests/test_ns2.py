@@ -222,6 +222,7 @@ s 3.500000000 _0_ MAC  RTS 0 RTS 44 [436 1 0 0]
     # A frame dropped at the short retry limit is one drop, though ns-2 logs its RTS beside it.
     assert nodes["n0"]["retry_drops"] == 1 and nodes["n0"]["queue_drops"] == 1
     assert nodes["n0"]["ns2_drops"] == {"mac_ret": 1, "mac_ret_rts": 1, "ifq_full": 1, "ifq_arp": 1, "rtr_cbk": 1}
+    assert nodes["n0"]["retry_drops_by_packet"] == {"cbr": 1} and nodes["n1"]["retry_drops_by_packet"] == {}
     assert nodes["n1"]["cts_sent"] == 1 and nodes["n1"]["acks_sent"] == 1 and nodes["n1"]["rx_frames"] == 1
     assert nodes["n1"]["ns2_drops"] == {"mac_col": 1, "mac_bsy": 1, "rtr_nrte": 1}
     assert nodes["n0"]["mac_drop_fraction"] == 0.5
@@ -280,6 +281,8 @@ def test_every_counter_is_its_trace_lines_on_a_trace_ns2_writes(write, tmp_path)
     data_ret = sum(count for key, count in lines.items() if key.startswith("D MAC RET ") and key != "D MAC RET RTS")
     # Every frame dropped at the short limit logs its RTS and itself; none reached the long limit here.
     assert total["retry_drops"] == drops["mac_ret"] == data_ret == lines["D MAC RET RTS"] == drops["mac_ret_rts"] > 0
+    assert total["retry_drops_by_packet"] == {key[10:]: count for key, count in lines.items()
+                                              if key.startswith("D MAC RET ") and key != "D MAC RET RTS"}
     assert total["rts_attempts"] == lines["s MAC --- RTS"] and total["cts_sent"] == lines["s MAC --- CTS"]
     assert total["acks_sent"] == lines["s MAC --- ACK"] and total["tx_data_frames"] == lines["r MAC --- ACK"]
     assert total["data_attempts"] + total["tx_broadcast_frames"] == sum(

@@ -24,10 +24,11 @@ Metrics, with the lab's names where they mean the same (experiment/README.md):
   (unicast data frames sent, retries included), tx_broadcast_frames,
   rts_attempts, cts_sent, acks_sent, retry_drops (`D MAC RET` of the data
   frame, once per frame: at the short retry limit ns-2 logs the RTS too,
-  and that line is `mac_ret_rts` below), queue_drops (`D IFQ ---`: the
-  interface queue was full), rx_frames (data frames delivered up),
-  rx_duplicates (`D MAC DUP`); mac_drop_fraction and rts_per_frame as the
-  lab derives them. ns-2's drop lines by layer and reason in `ns2_drops`
+  and that line is `mac_ret_rts` below), retry_drops_by_packet (the same
+  by the packet's type: cbr, tcp, ack, AODV, ARP, ...), queue_drops
+  (`D IFQ ---`: the interface queue was full), rx_frames (data frames
+  delivered up), rx_duplicates (`D MAC DUP`); mac_drop_fraction and
+  rts_per_frame as the lab derives them. ns-2's drop lines by layer and reason in `ns2_drops`
   (`mac_ret`: retry_drops; `mac_ret_rts`: the RTS line of a frame dropped
   at the short retry limit, i.e. the frames of retry_drops that failed for
   want of a CTS; `mac_col`: frames for this node lost to a collision, which
@@ -176,6 +177,7 @@ class TraceReader:
         self.warm_s, self.end_s = window_ns[0] / 1e9, window_ns[1] / 1e9
         self.nodes = [dict.fromkeys(NODE_COUNTERS, 0) for _ in range(node_count)]
         self.drops: list[dict[str, int]] = [{} for _ in range(node_count)]
+        self.retry_drops_by_packet: list[dict[str, int]] = [{} for _ in range(node_count)]
         self.control_packets = 0
         self.control_bytes = 0
         self.control_types: dict[str, int] = {}  # AODV message type -> transmissions (s and f)
@@ -237,6 +239,8 @@ class TraceReader:
             counters = self.nodes[node]
             if level == "MAC" and reason == "RET":
                 counters["retry_drops"] += 1
+                by_packet = self.retry_drops_by_packet[node]
+                by_packet[kind] = by_packet.get(kind, 0) + 1
             elif level == "MAC" and reason == "DUP":
                 counters["rx_duplicates"] += 1
             elif level == "IFQ" and reason == "---":
@@ -295,14 +299,11 @@ class TraceReader:
 
     def medium(self, names: list[str]) -> dict[str, Any]:
         """metrics.medium: per node and summed."""
-        nodes = {name: {**counters, "ns2_drops": drops, **_derived(counters)}
-                 for name, counters, drops in zip(names, self.nodes, self.drops)}
+        nodes = {name: {**counters, "ns2_drops": drops, "retry_drops_by_packet": by_packet, **_derived(counters)}
+                 for name, counters, drops, by_packet in zip(names, self.nodes, self.drops, self.retry_drops_by_packet)}
         total: dict[str, Any] = {key: sum(counters[key] for counters in self.nodes) for key in NODE_COUNTERS}
-        drops_total: dict[str, int] = {}
-        for drops in self.drops:
-            for key, count in drops.items():
-                drops_total[key] = drops_total.get(key, 0) + count
-        total["ns2_drops"] = dict(sorted(drops_total.items()))
+        total["ns2_drops"] = _summed(self.drops)
+        total["retry_drops_by_packet"] = _summed(self.retry_drops_by_packet)
         total.update(_derived(total))
         return {"nodes": nodes, "total": total}
 
@@ -378,6 +379,15 @@ def _at(rows: list[dict[str, float]], time: float, key: str) -> float:
 
 def _delta(rows: list[dict[str, float]], start: float, end: float, key: str) -> float:
     return _at(rows, end, key) - _at(rows, start, key)
+
+
+def _summed(per_node: list[dict[str, int]]) -> dict[str, int]:
+    """Per-node counts by key, summed over the nodes, keys in order."""
+    total: dict[str, int] = {}
+    for counts in per_node:
+        for key, count in counts.items():
+            total[key] = total.get(key, 0) + count
+    return dict(sorted(total.items()))
 
 
 def _derived(counters: dict[str, Any]) -> dict[str, float]:
