@@ -28,10 +28,10 @@ Metrics, with the lab's names where they mean the same (experiment/README.md):
   by the packet's type: cbr, tcp, ack, AODV, ARP, ...), queue_drops
   (`D IFQ ---`: the interface queue was full), rx_frames (data frames
   delivered up), rx_duplicates (`D MAC DUP`); mac_drop_fraction and
-  rts_per_frame as the lab derives them. ns-2's drop lines by layer and reason in `ns2_drops`
-  (`mac_ret`: retry_drops; `mac_ret_rts`: the RTS line of a frame dropped
-  at the short retry limit, i.e. the frames of retry_drops that failed for
-  want of a CTS; `mac_col`: frames for this node lost to a collision, which
+  rts_per_frame as the lab derives them. ns-2's drop lines by layer and
+  reason in `ns2_drops` (`mac_ret`: retry_drops; `mac_ret_rts`: the RTS
+  line of a frame dropped at the short retry limit, i.e. the frames of
+  retry_drops that failed for want of a CTS; `mac_col`: frames for this node lost to a collision, which
   ns-2 logs only for frames it could have decoded, so not the lab's
   rx_collisions; `mac_bsy`: frames discarded because the MAC was busy;
   `ifq_arp`: ARP held a newer packet for the same address (all `ifq_*`
@@ -52,6 +52,7 @@ Metrics, with the lab's names where they mean the same (experiment/README.md):
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -383,10 +384,9 @@ def _delta(rows: list[dict[str, float]], start: float, end: float, key: str) -> 
 
 def _summed(per_node: list[dict[str, int]]) -> dict[str, int]:
     """Per-node counts by key, summed over the nodes, keys in order."""
-    total: dict[str, int] = {}
+    total: Counter[str] = Counter()
     for counts in per_node:
-        for key, count in counts.items():
-            total[key] = total.get(key, 0) + count
+        total.update(counts)
     return dict(sorted(total.items()))
 
 

@@ -24,11 +24,12 @@ import socket
 import time
 from pathlib import Path
 
-RUN_DIR = Path("/run/meshemu")
+from meshemu.lab import CONTROL_SOCKET
+from meshemu.state import RUN_ROOT
 
 
 def control_sockets() -> set[Path]:
-    return set(RUN_DIR.glob("*/control.sock"))
+    return set(RUN_ROOT.glob(f"*/{CONTROL_SOCKET}"))
 
 
 def next_lab(known: set[Path], timeout_s: float) -> Path:
@@ -38,7 +39,7 @@ def next_lab(known: set[Path], timeout_s: float) -> Path:
         if new:
             return new.pop()
         time.sleep(0.2)
-    raise SystemExit(f"drop_lengths: no new lab under {RUN_DIR} within {timeout_s:.0f} s")
+    raise SystemExit(f"drop_lengths: no new lab under {RUN_ROOT} within {timeout_s:.0f} s")
 
 
 def count(path: Path) -> dict[str, object]:
