@@ -422,7 +422,7 @@ def test_what_ns2_cannot_do_is_refused_naming_each_key(write):
     found = "\n".join(problems(write, """\
 topology:
   generate: {kind: chain, n: 3, spacing: 200m}
-  radio: {bit_error_rate: 1e-6, capture_restart: true, eifs_nav: false}
+  radio: {bit_error_rate: 1e-6, capture_restart: true, eifs_nav: false, interference_floor: -90dBm}
   links: [{a: n0, b: n1, extra_loss: 3dB}]
   routing: {aodv: {hello_interval: 1s, rreq_rate_limit: 5}}
 mac: {tdma: {slot: auto}}
@@ -440,6 +440,9 @@ traffic:
                      "exp.yaml:3:50: topology.radio.capture_restart: ns-2 captures only a frame that starts first",
                      "exp.yaml:4:10: topology.links: ns-2's WirelessPhy has no per-link",
                      "topology.radio.eifs_nav: ns-2.35's MAC always uses EIFS as a NAV: eifs_nav true",
+                     "exp.yaml:3:93: topology.radio.interference_floor: ns-2's WirelessPhy drops a signal under "
+                     "its carrier-sense threshold, which then counts for nothing: interference_floor equal to "
+                     "cs_threshold",
                      "exp.yaml:5:36: topology.routing.aodv.hello_interval: Debian's ns-2.35 AODV sends no HELLOs",
                      "topology.routing.aodv.rreq_rate_limit: Debian's ns-2.35 AODV has no RREQ rate limit",
                      "exp.yaml:6:6: mac: ns-2.35's Mac/802_11 is DCF only",

@@ -92,11 +92,18 @@ def test_ns2_wavelan_profile_values(write):
     assert resolved["tx_power_dbm"] == pytest.approx(24.5, abs=1e-5)
     assert resolved["rx_threshold_dbm"] == pytest.approx(-64.3747, abs=1e-4)
     assert resolved["cs_threshold_dbm"] == pytest.approx(-78.0715, abs=1e-4)
-    # min(cs, rx - capture) - 10 dB
-    assert resolved["interference_floor_dbm"] == pytest.approx(-88.0715, abs=1e-4)
+    # ns-2's PHY drops what it cannot sense: nothing under cs adds up
+    assert resolved["interference_floor_dbm"] == resolved["cs_threshold_dbm"]
     assert resolved["rts_threshold_bytes"] == 0
     assert topology.medium["mac"] == {"kind": "dcf"}
     assert topology.medium["seed"] == 1
+
+
+def test_interference_floor_defaults_under_what_is_sensed_or_captured(write):
+    topology = load_topology(write("t.yaml", "profile: 80211g\ngenerate: {kind: chain, n: 2, spacing: 50m}\n"))
+    r = topology.medium["nodes"][0]["radio"]
+    expected = min(r["cs_threshold_dbm"], r["rx_threshold_dbm"] - r["capture_threshold_db"]) - 10.0
+    assert r["interference_floor_dbm"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_retry_drop_flush_follows_aodv_link_layer_feedback(write):

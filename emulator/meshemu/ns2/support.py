@@ -8,9 +8,11 @@ Refused, and why:
   `tfrc` traffic, `sysctl`: programs and kernel settings of the lab's nodes;
 - `backend: hwsim`, `mac: {tdma: ...}`: ns-2.35's Mac/802_11 is DCF only;
 - per-link overrides (`links`), a radio `bit_error_rate`, `capture_restart`,
-  shadowing `per: link`, OFDM radios: ns-2's WirelessPhy has no bit errors,
-  captures only a frame that starts first, draws shadowing per frame and
-  times DSSS frames only;
+  an `interference_floor` under the carrier-sense threshold, shadowing `per:
+  link`, OFDM radios: ns-2's WirelessPhy has no bit errors, captures only a
+  frame that starts first, drops every signal under CSThresh (it neither
+  adds up nor interferes), draws shadowing per frame and times DSSS frames
+  only;
 - radios that differ between nodes: ns-2.35's channel computes one
   carrier-sense range for all (WirelessChannel::calcHighestAntennaZ);
 - positions off the ground (z != 0): ns-2's two-ray model assumes flat
@@ -169,6 +171,9 @@ def _radios(document: Document, topology: "Topology", refuse: Any) -> None:
     if first["capture_restart"]:
         refuse(_radio_path(document, "capture_restart"), "ns-2 captures only a frame that starts first: "
                                                          "capture_restart false")
+    if first["interference_floor_dbm"] < first["cs_threshold_dbm"] - 1e-9:
+        refuse(_radio_path(document, "interference_floor"), "ns-2's WirelessPhy drops a signal under its "
+               "carrier-sense threshold, which then counts for nothing: interference_floor equal to cs_threshold")
     for key, what in NS2_MAC.items():
         if key in first and not first[key]:
             refuse(_radio_path(document, key), f"ns-2.35's MAC always {what}: {key} true")
