@@ -495,6 +495,7 @@ class AodvOptions(StrictModel):
     allowed_hello_loss: Annotated[int, Field(ge=1, le=100)] | None = None
     active_route_timeout: PositiveDuration | None = None
     link_layer_feedback: bool | None = None
+    link_failures: Literal["any", "data"] | None = None  # data: only failed data frames break a link (ns-2)
     local_repair: bool | None = None
     gratuitous_rrep: bool | None = None
     intermediate_replies: bool | None = None

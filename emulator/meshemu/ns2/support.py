@@ -55,6 +55,7 @@ NS2_AODV = {
     "preset": ("preset", "ns2", "is what preset: ns2 describes"),
     "hello_interval_ms": ("hello_interval", 0, "sends no HELLOs (AODV_LINK_LAYER_DETECTION): 0s"),
     "link_layer_feedback": ("link_layer_feedback", True, "detects broken links from the MAC (true)"),
+    "link_failures": ("link_failures", "data", "hears only of the failed packets it routed (data)"),
     "local_repair": ("local_repair", True, "repairs routes locally (true)"),
     "local_repair_rule": ("local_repair_rule", "ns2", "repairs by its own rule (ns2)"),
     "active_route_timeout_ms": ("active_route_timeout", 10_000, "has ACTIVE_ROUTE_TIMEOUT 10s"),

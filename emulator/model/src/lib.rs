@@ -25,7 +25,7 @@ pub mod sim;
 pub mod stats;
 
 pub use config::{ConfigError, LinkOverride, MacAddr, MacConfig, MediumConfig, MobilityConfig, NodeConfig, Propagation, RadioConfig};
-pub use medium::{Action, AirFrame, Dest, Frame, FrameKind, LinkInfo, Medium, Touched, TxOutcome};
+pub use medium::{Action, AirFrame, Dest, Frame, FrameKind, LinkInfo, Medium, PacketKind, Touched, TxOutcome};
 pub use phy::Phy;
 pub use stats::{NodeCounters, PeerStats};
 

@@ -199,7 +199,7 @@ pub(crate) mod tests {
             capture_threshold_db: 10.0,
             capture_restart: false,
             noise_floor_dbm: -101.0,
-            interference_floor_dbm: mw_to_dbm(1.559e-8) - 10.0,
+            interference_floor_dbm: mw_to_dbm(1.559e-8),
             bit_error_rate: 0.0,
             slot_ns: 20_000,
             sifs_ns: 10_000,

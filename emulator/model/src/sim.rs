@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{parse_json, ConfigError, MediumConfig};
-use crate::medium::{Action, AirFrame, Dest, Frame, FrameKind, Medium, TxOutcome};
+use crate::medium::{Action, AirFrame, Dest, Frame, FrameKind, Medium, PacketKind, TxOutcome};
 use crate::rng::{self, Purpose, Stream};
 use crate::stats::NodeCounters;
 use crate::{NodeId, Time};
@@ -387,7 +387,7 @@ impl Driver {
             FlowDest::Broadcast(_) => Dest::Broadcast,
             FlowDest::Node(_) => Dest::Node(flow.next_hop[flow.cfg.src].expect("route checked")),
         };
-        let frame = Frame { dst, len: flow.cfg.packet_bytes, priority: false, payload: packet };
+        let frame = Frame { dst, len: flow.cfg.packet_bytes, carries: PacketKind::Data, payload: packet };
         self.medium.send(now, flow.cfg.src, frame, out);
     }
 
@@ -422,7 +422,7 @@ impl Driver {
                         flow.delays.push(time - payload.created_ns);
                     }
                 } else if let Some(next) = flow.next_hop.get(node).copied().flatten() {
-                    let frame = Frame { dst: Dest::Node(next), len, priority: false, payload };
+                    let frame = Frame { dst: Dest::Node(next), len, carries: PacketKind::Data, payload };
                     self.medium.send(time, node, frame, out);
                 }
             }

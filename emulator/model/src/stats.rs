@@ -13,6 +13,8 @@ pub struct PeerStats {
     pub tx_acked: u64,
     /// Frames to this peer dropped at the retry limit.
     pub tx_failed: u64,
+    /// Of those, frames that carried data (not routing control or ARP).
+    pub tx_failed_data: u64,
     /// Frames from this peer delivered up.
     pub rx_frames: u64,
     /// Power of the last frame decoded from this peer, milli-dBm.

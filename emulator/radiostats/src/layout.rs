@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 /// `b"MESHSTAT"`, the first 8 bytes of every page.
 pub const MAGIC: [u8; 8] = *b"MESHSTAT";
 /// The layout version this crate writes and reads.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Buckets of the attempt histograms; the last one counts 16 or more attempts.
 pub const HISTOGRAM_BUCKETS: usize = 16;
 
@@ -99,6 +99,8 @@ pub struct PeerEntry {
     pub tx_acked: u64,
     /// Unicast frames to this peer dropped at the retry limit.
     pub tx_failed: u64,
+    /// Of those, frames that carried data: neither routing control nor ARP.
+    pub tx_failed_data: u64,
     /// Frames received from this peer.
     pub rx_frames: u64,
     /// Power of the last frame decoded from this peer, milli-dBm (0 before the first).
@@ -120,9 +122,9 @@ pub fn format_mac(mac: &[u8; 6]) -> String {
 pub(crate) const HEADER_SIZE: usize = std::mem::size_of::<Header>();
 pub(crate) const COUNTERS_SIZE: usize = std::mem::size_of::<NodeCounters>();
 pub(crate) const PEER_SIZE: usize = std::mem::size_of::<PeerEntry>();
-const _: () = assert!(HEADER_SIZE == 48 && COUNTERS_SIZE == 456 && PEER_SIZE == 40);
+const _: () = assert!(HEADER_SIZE == 48 && COUNTERS_SIZE == 456 && PEER_SIZE == 48);
 
-/// Size in bytes of a version-3 page with `peer_count` peer entries.
+/// Size in bytes of a version-4 page with `peer_count` peer entries.
 pub fn page_size(peer_count: u32) -> usize {
     HEADER_SIZE + COUNTERS_SIZE + peer_count as usize * PEER_SIZE
 }

@@ -5,7 +5,7 @@
 //! daemon running inside a node finds its own page through
 //! `/run/meshemu/by-netns/<inode of its network namespace>` ([`RadioStats::open_own`]).
 //!
-//! # Layout, version 3
+//! # Layout, version 4
 //!
 //! Native byte order, which meshemu only builds for little-endian hosts. Every
 //! field is 8-byte aligned in 8-byte words, so the page is an array of `u64`
@@ -14,7 +14,7 @@
 //! | offset | type | field |
 //! |---|---|---|
 //! | 0 | `[u8; 8]` | magic `MESHSTAT` |
-//! | 8 | `u32` | version = 2 |
+//! | 8 | `u32` | version = 4 |
 //! | 12 | `u32` | header size in bytes = offset of the node counters (48) |
 //! | 16 | `u64` | seq (sequence lock, odd while the writer is writing) |
 //! | 24 | `u64` | model time of the last update, ns |
@@ -22,7 +22,7 @@
 //! | 36 | `u32` | number of peer entries after the counters |
 //! | 40 | `u64` | waiters: threads blocked in [`RadioStats::wait_for_change`] |
 //! | 48 | [`NodeCounters`] | 57 `u64` (456 bytes) |
-//! | 496 | [`PeerEntry`] × peer count | 40 bytes each, entry *j* is node index *j* |
+//! | 496 | [`PeerEntry`] × peer count | 48 bytes each, entry *j* is node index *j* |
 //!
 //! The node's own entry in the peer table is present and stays zero, so that
 //! entry *j* is always node *j*.

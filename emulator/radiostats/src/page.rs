@@ -384,6 +384,7 @@ mod tests {
             reserved: [0; 2],
             tx_acked: value,
             tx_failed: value,
+            tx_failed_data: value,
             rx_frames: value,
             last_rx_power_mdbm: value as i32,
             last_sinr_mdb: value as i32,
@@ -400,8 +401,9 @@ mod tests {
         assert_eq!(std::mem::offset_of!(NodeCounters, queue_len_max), 24 * 8);
         assert_eq!(std::mem::offset_of!(NodeCounters, rts_attempts_hist), 25 * 8);
         assert_eq!(std::mem::offset_of!(PeerEntry, tx_acked), 8);
-        assert_eq!(std::mem::offset_of!(PeerEntry, last_sinr_mdb), 36);
-        assert_eq!(page_size(3), 48 + 456 + 120);
+        assert_eq!(std::mem::offset_of!(PeerEntry, tx_failed_data), 24);
+        assert_eq!(std::mem::offset_of!(PeerEntry, last_sinr_mdb), 44);
+        assert_eq!(page_size(3), 48 + 456 + 144);
     }
 
     #[test]

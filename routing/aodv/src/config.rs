@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use meshemu_ondemand::link_feedback::FailedFrames;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -19,6 +20,9 @@ pub struct Config {
     pub allowed_hello_loss: u32,
     /// React to the link layer's failed transmissions to a neighbour.
     pub link_layer_feedback: bool,
+    /// Which failed frames break a link (with `link_layer_feedback`): any
+    /// unicast frame, or data only, as in ns-2 (a failed RREP breaks nothing).
+    pub link_failures: FailedFrames,
     pub local_repair: bool,
     /// Which broken routes are repaired locally, and how (with `local_repair`).
     pub local_repair_rule: RepairRule,
@@ -141,6 +145,7 @@ impl Default for Config {
             hello_interval_ms: 1000,
             allowed_hello_loss: 2,
             link_layer_feedback: false,
+            link_failures: FailedFrames::Any,
             local_repair: false,
             local_repair_rule: RepairRule::Rfc,
             gratuitous_rrep: false,
@@ -175,7 +180,7 @@ pub const PRESETS: &[&str] = &["default", "ns2"];
 
 impl Config {
     /// ns-2.35's AODV as Debian builds it (aodv.h, aodv.cc; routing/aodv/NS2.md):
-    /// link-layer detection and no HELLOs, local repair by ns-2's rule,
+    /// link-layer detection of failed data packets and no HELLOs, local repair by ns-2's rule,
     /// intermediate nodes answer, TTL_INCREMENT 2, TTL_THRESHOLD 7,
     /// NETWORK_DIAMETER 30, NODE_TRAVERSAL_TIME 30 ms, RREQ_RETRIES 3, a ring
     /// waits 2 x TTL x NODE_TRAVERSAL_TIME (no TIMEOUT_BUFFER) and the
@@ -192,6 +197,7 @@ impl Config {
             active_route_timeout_ms: 10_000,
             hello_interval_ms: 0,
             link_layer_feedback: true,
+            link_failures: FailedFrames::Data,
             local_repair: true,
             local_repair_rule: RepairRule::Ns2,
             gratuitous_rrep: false,
@@ -348,6 +354,7 @@ mod tests {
         assert_eq!(config.delete_period(), Duration::from_secs(25));
         assert!(!config.rerr_broadcast && !config.acked_frames_alive);
         assert_eq!(config.local_repair_rule, RepairRule::Rfc);
+        assert_eq!(config.link_failures, FailedFrames::Any);
     }
 
     #[test]
@@ -360,6 +367,7 @@ mod tests {
         assert_eq!((config.ttl_start, config.ttl_increment, config.ttl_threshold, config.net_diameter), (30, 2, 7, 30));
         assert_eq!(config.rreq_backoff, RreqBackoff::Linear);
         assert!(!config.relay_every_reply && config.renumber_replies);
+        assert_eq!(config.link_failures, FailedFrames::Data);
         // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
         assert_eq!(config.ring_traversal_time(5, config.node_traversal_time()), Duration::from_millis(300));
         assert_eq!(config.net_traversal_time(), Duration::from_millis(1800));

@@ -57,7 +57,7 @@ impl Daemon for Aodvd {
             (None, true) => bail!("aodv.flush_on_break needs the radio statistics page (daemon.radio_stats)"),
             (_, false) => None,
         };
-        let links = page.map(|stats| RadioStatsLinks::new(stats, control).context("watching the radio statistics page"));
+        let links = page.map(|stats| RadioStatsLinks::new(stats, config.link_failures, control).context("watching the radio statistics page"));
         Ok(links.transpose()?.map(|links| Box::new(links) as Box<dyn LinkLayer>))
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use meshemu_copas::{Config, Copas};
-use meshemu_ondemand::link_feedback::{LinkLayer, RadioStatsLinks};
+use meshemu_ondemand::link_feedback::{FailedFrames, LinkLayer, RadioStatsLinks};
 use meshemu_ondemand::program::{self, Daemon};
 use meshemu_ondemand::DataPath;
 use meshemu_radiostats::RadioStats;
@@ -34,7 +34,7 @@ impl Daemon for Copasd {
             None => RadioStats::open_own()
                 .context("COPAS needs the MAC's counters: no radio statistics page for this node (set daemon.radio_stats)")?,
         };
-        let links = RadioStatsLinks::new(page, None).context("watching the radio statistics page")?;
+        let links = RadioStatsLinks::new(page, FailedFrames::Any, None).context("watching the radio statistics page")?;
         Ok(Some(Box::new(links)))
     }
 

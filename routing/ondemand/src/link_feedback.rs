@@ -17,7 +17,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use meshemu_radiostats::{NodeCounters, PageWatcher, RadioStats, Snapshot};
+use meshemu_radiostats::{NodeCounters, PageWatcher, PeerEntry, RadioStats, Snapshot};
+use serde::{Deserialize, Serialize};
 
 /// What the link layer saw since the last look, by neighbour MAC address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,21 +45,45 @@ pub trait LinkLayer {
     fn flush(&mut self, neighbor: [u8; 6]) -> Result<u64, String>;
 }
 
+/// Which frames dropped at the retry limit tell of a failed link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailedFrames {
+    /// Any unicast frame (RFC 3561 6.11: a delivery failed), the daemon's
+    /// own replies and errors and the kernel's ARP probes included.
+    #[default]
+    Any,
+    /// Frames that carried data only (the page's `tx_failed_data`), as in
+    /// ns-2, whose routing agents hear of the failures of the packets they
+    /// routed and of no other.
+    Data,
+}
+
+impl FailedFrames {
+    fn count(self, peer: &PeerEntry) -> u64 {
+        match self {
+            FailedFrames::Any => peer.tx_failed,
+            FailedFrames::Data => peer.tx_failed_data,
+        }
+    }
+}
+
 /// The medium's radio statistics page of this node (watched for changes by
 /// a helper thread, so an idle node is never read), and its control socket
 /// when the daemon asks for flushes.
 pub struct RadioStatsLinks {
     watcher: PageWatcher,
     snapshot: Snapshot,
-    /// (tx_failed, rx_frames, tx_acked) by peer at the last look.
+    failures: FailedFrames,
+    /// (failed, rx_frames, tx_acked) by peer at the last look.
     last: HashMap<[u8; 6], (u64, u64, u64)>,
     control: Option<MediumControl>,
 }
 
 impl RadioStatsLinks {
-    pub fn new(stats: RadioStats, control: Option<MediumControl>) -> std::io::Result<RadioStatsLinks> {
+    pub fn new(stats: RadioStats, failures: FailedFrames, control: Option<MediumControl>) -> std::io::Result<RadioStatsLinks> {
         let watcher = PageWatcher::spawn(stats, |page| Ok(page.seq()))?;
-        Ok(RadioStatsLinks { watcher, snapshot: Snapshot::default(), last: HashMap::new(), control })
+        Ok(RadioStatsLinks { watcher, snapshot: Snapshot::default(), failures, last: HashMap::new(), control })
     }
 }
 
@@ -127,7 +152,7 @@ impl LinkLayer for RadioStatsLinks {
         let contention_backoffs = Some(contention_backoffs(&self.snapshot.counters));
         let mut activity = LinkActivity { contention_backoffs, ..LinkActivity::default() };
         for peer in &self.snapshot.peers {
-            let now = (peer.tx_failed, peer.rx_frames, peer.tx_acked);
+            let now = (self.failures.count(peer), peer.rx_frames, peer.tx_acked);
             let (failed, received, acked) = self.last.insert(peer.mac_address, now).unwrap_or(now);
             if now.0 > failed {
                 activity.failed.push(peer.mac_address);
@@ -233,5 +258,31 @@ mod tests {
         let requests = medium.join().unwrap();
         assert_eq!(requests[0], serde_json::json!({"op": "flush", "node": "n3", "to": "02:00:00:00:00:0a"}));
         fs::remove_dir_all(&run_dir).unwrap();
+    }
+
+    #[test]
+    fn data_failures_leave_out_control_and_arp() {
+        let dir = std::env::temp_dir().join(format!("ondemand-failures-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("radio");
+        let mut writer = meshemu_radiostats::Writer::create(&path, 0, 2).unwrap();
+        let peer = [2, 0, 0, 0, 0, 1];
+        let table = |failed, failed_data| {
+            [PeerEntry::default(), PeerEntry { mac_address: peer, tx_failed: failed, tx_failed_data: failed_data, ..PeerEntry::default() }]
+        };
+        let mut any = RadioStatsLinks::new(RadioStats::open(&path).unwrap(), FailedFrames::Any, None).unwrap();
+        let mut data = RadioStatsLinks::new(RadioStats::open(&path).unwrap(), FailedFrames::Data, None).unwrap();
+        writer.update(1, &NodeCounters::default(), &table(0, 0));
+        for links in [&mut any, &mut data] {
+            assert!(links.activity_since_last().unwrap().failed.is_empty());
+        }
+        // A failed RREP (or ARP probe): no data lost.
+        writer.update(2, &NodeCounters::default(), &table(1, 0));
+        assert_eq!(any.activity_since_last().unwrap().failed, vec![peer]);
+        assert!(data.activity_since_last().unwrap().failed.is_empty());
+        writer.update(3, &NodeCounters::default(), &table(2, 1));
+        assert_eq!(any.activity_since_last().unwrap().failed, vec![peer]);
+        assert_eq!(data.activity_since_last().unwrap().failed, vec![peer]);
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,7 +5,7 @@
 
 use super::air::TxSpec;
 use super::queue::InterfaceQueue;
-use super::{Action, Dest, Event, Frame, FrameKind, Medium, RadioState};
+use super::{Action, Dest, Event, Frame, FrameKind, Medium, PacketKind, RadioState};
 use crate::config::RadioConfig;
 use crate::phy;
 use crate::stats::NodeCounters;
@@ -304,7 +304,7 @@ impl<P: Clone> Medium<P> {
         node.dcf.reset_cw(&node.radio.cfg);
         let outcome = self.stats.finished(n, &cur, how);
         let flush_to = match cur.frame.dst {
-            Dest::Node(d) if how == Finish::RetryDrop && node.radio.cfg.retry_drop_flush && !cur.frame.priority => Some(Dest::Node(d)),
+            Dest::Node(d) if how == Finish::RetryDrop && node.radio.cfg.retry_drop_flush && cur.frame.carries == PacketKind::Data => Some(Dest::Node(d)),
             _ => None,
         };
         out.push(Action::TxDone { time: self.now, node: n, payload: cur.frame.payload, outcome });

@@ -60,10 +60,29 @@ pub struct Frame<P> {
     pub dst: Dest,
     /// Network-layer bytes (the MPDU adds MAC header, LLC/SNAP and FCS).
     pub len: u32,
+    pub carries: PacketKind,
+    pub payload: P,
+}
+
+/// What a frame carries, where the MAC treats packets differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketKind {
+    /// Packets forwarded for flows: only these report a link failure
+    /// (`tx_failed_data`, `retry_drop_flush`), as in ns-2, whose routing
+    /// agents hear of the failures of the packets they routed only.
+    Data,
     /// Routing control: head of the interface queue when the radio's
     /// `queue_priority` is on.
-    pub priority: bool,
-    pub payload: P,
+    Routing,
+    /// Address resolution.
+    Arp,
+}
+
+impl<P> Frame<P> {
+    /// Whether the frame goes ahead of data in the interface queue.
+    pub fn priority(&self) -> bool {
+        self.carries == PacketKind::Routing
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -41,15 +41,15 @@ impl<P> InterfaceQueue<P> {
     /// frame of the queue makes room (`Ok(Some(pushed out))`, ns-2's
     /// `recvHighPriority`).
     pub(super) fn offer(&mut self, frame: Frame<P>, mpdu_bytes: u32, radio: &RadioConfig) -> Result<Option<Frame<P>>, Frame<P>> {
-        let priority = frame.priority && radio.queue_priority;
+        let priority = frame.priority() && radio.queue_priority;
         let full = self.frames.len() >= radio.queue_len as usize;
-        if full && (!priority || self.frames.iter().all(|q| q.frame.priority)) {
+        if full && (!priority || self.frames.iter().all(|q| q.frame.priority())) {
             return Err(frame);
         }
         let queued = Queued { frame, mpdu_bytes };
         if priority {
             // Behind the other priority frames.
-            let at = self.frames.iter().position(|q| !q.frame.priority).unwrap_or(self.frames.len());
+            let at = self.frames.iter().position(|q| !q.frame.priority()).unwrap_or(self.frames.len());
             self.frames.insert(at, queued);
         } else {
             self.frames.push_back(queued);

@@ -3,7 +3,7 @@
 //! their peer figures did (the real-time medium republishes only those).
 
 use super::exchange::{Finish, Outgoing};
-use super::{Dest, Touched, TxOutcome};
+use super::{Dest, PacketKind, Touched, TxOutcome};
 use crate::stats::{record_attempts, to_milli, NodeCounters, PeerStats};
 use crate::NodeId;
 
@@ -105,7 +105,11 @@ impl Stats {
             Finish::RetryDrop => {
                 counters.retry_drops += 1;
                 if let Dest::Node(d) = frame.frame.dst {
-                    self.peer_mut(node, d).tx_failed += 1;
+                    let peer = self.peer_mut(node, d);
+                    peer.tx_failed += 1;
+                    if frame.frame.carries == PacketKind::Data {
+                        peer.tx_failed_data += 1;
+                    }
                 }
                 TxOutcome::RetryDrop { rts_attempts, data_attempts }
             }

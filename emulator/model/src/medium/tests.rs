@@ -39,11 +39,11 @@ fn no_rts() -> RadioConfig {
 }
 
 fn unicast(to: NodeId, id: u32) -> Frame<u32> {
-    Frame { dst: Dest::Node(to), len: 1460, priority: false, payload: id }
+    Frame { dst: Dest::Node(to), len: 1460, carries: PacketKind::Data, payload: id }
 }
 
 fn broadcast(id: u32) -> Frame<u32> {
-    Frame { dst: Dest::Broadcast, len: 1460, priority: false, payload: id }
+    Frame { dst: Dest::Broadcast, len: 1460, carries: PacketKind::Data, payload: id }
 }
 
 fn medium(cfg: MediumConfig) -> Medium<u32> {
@@ -224,7 +224,7 @@ fn unacknowledged_frame_doubles_cw_and_drops_after_short_retry_limit() {
     let r = no_rts();
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
-    m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, priority: false, payload: 9 }, &mut out);
+    m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, carries: PacketKind::Data, payload: 9 }, &mut out);
     let mut cws = Vec::new();
     while let Some(t) = m.poll_timeout() {
         m.handle_timeout(t, &mut out);
@@ -246,7 +246,7 @@ fn rts_without_cts_is_retried_up_to_short_retry_limit() {
     r.short_retry_limit = 3;
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
-    m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, priority: false, payload: 9 }, &mut out);
+    m.send(MS, 0, Frame { dst: Dest::Unknown, len: 1460, carries: PacketKind::Data, payload: 9 }, &mut out);
     m.handle_timeout(10_000 * MS, &mut out);
     assert_eq!(outcomes(&out), vec![(0, 9, TxOutcome::RetryDrop { rts_attempts: 3, data_attempts: 0 })]);
     assert_eq!(m.stats(0).cts_timeouts, 3);
@@ -341,7 +341,7 @@ fn interface_queue_drops_tail_and_puts_priority_frames_first() {
     m.handle_timeout(MS + 10 * MS, &mut out);
     // Frame 1 acknowledged and frame 2 in service: the priority frame
     // jumps ahead of the queued 3 and 4.
-    m.send(MS + 10 * MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 6 }, &mut out);
+    m.send(MS + 10 * MS, 0, Frame { dst: Dest::Node(1), len: 100, carries: PacketKind::Routing, payload: 6 }, &mut out);
     m.handle_timeout(1000 * MS, &mut out);
     let order: Vec<u32> = delivered(&out).iter().map(|d| d.2).collect();
     assert_eq!(order, vec![1, 2, 6, 3, 4]);
@@ -359,7 +359,7 @@ fn priority_frame_finding_the_queue_full_pushes_the_last_frame_out() {
     for id in 1..=4 {
         m.send(MS, 0, unicast(1, id), &mut out);
     }
-    let prio = |id| Frame { dst: Dest::Node(1), len: 100, priority: true, payload: id };
+    let prio = |id| Frame { dst: Dest::Node(1), len: 100, carries: PacketKind::Routing, payload: id };
     m.send(MS, 0, prio(5), &mut out);
     assert_eq!(outcomes(&out), vec![(0, 4, TxOutcome::QueueDrop)]);
     m.send(MS, 0, prio(6), &mut out);
@@ -537,7 +537,7 @@ fn an_explicit_mpdu_size_decides_airtime_and_rts_but_len_still_counts_bytes() {
     r.rts_threshold_bytes = 100;
     let mut m = medium(config(&[0.0, 100.0], &r));
     let mut out = Vec::new();
-    let frame = |id| Frame { dst: Dest::Node(1), len: 0, priority: false, payload: id };
+    let frame = |id| Frame { dst: Dest::Node(1), len: 0, carries: PacketKind::Data, payload: id };
     m.send_mpdu(MS, 0, frame(1), 30, &mut out);
     m.handle_timeout(50 * MS, &mut out);
     m.send_mpdu(60 * MS, 0, frame(2), 120, &mut out);
@@ -641,7 +641,7 @@ fn receive_during_tx_a_frame_arriving_while_sending_deafens_the_receiver() {
         r.receive_during_tx = receive_during_tx;
         let mut m = medium(config(&[-200.0, 0.0, 400.0], &r));
         let mut out = Vec::new();
-        m.send(MS, 1, Frame { dst: Dest::Broadcast, len: 40, priority: false, payload: 1 }, &mut out);
+        m.send(MS, 1, Frame { dst: Dest::Broadcast, len: 40, carries: PacketKind::Data, payload: 1 }, &mut out);
         m.send(MS, 2, broadcast(2), &mut out);
         m.send(MS + 10 * US, 0, unicast(1, 3), &mut out);
         m.handle_timeout(300 * MS, &mut out);
@@ -686,7 +686,7 @@ fn retry_drop_flush_takes_the_queued_frames_to_the_same_receiver() {
         m.send(MS, 0, unicast(1, 1), &mut out);
         m.send(MS, 0, unicast(1, 2), &mut out);
         m.send(MS, 0, unicast(2, 3), &mut out);
-        m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 4 }, &mut out);
+        m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, carries: PacketKind::Routing, payload: 4 }, &mut out);
         m.send(MS, 0, unicast(1, 5), &mut out);
         m.handle_timeout(10_000 * MS, &mut out);
         let mut o: Vec<(u32, TxOutcome)> = outcomes(&out).into_iter().map(|(_, id, oc)| (id, oc)).collect();
@@ -726,17 +726,21 @@ fn a_requested_flush_takes_only_the_queued_frames_to_that_receiver() {
 }
 
 #[test]
-fn retry_drop_flush_is_not_set_off_by_a_priority_frame() {
-    // ns-2's AODV flushes after data packets only: a routing packet that
-    // fails is dropped alone.
+fn only_data_frames_report_a_link_failure() {
+    // ns-2's AODV hears of the failures of the packets it routed only: a
+    // routing packet or an ARP frame that fails is dropped alone, flushes
+    // nothing and is not counted in the peer's `tx_failed_data`.
     let mut r = no_rts();
     r.retry_drop_flush = true;
     let mut m = medium(config(&[0.0, 1000.0], &r));
     let mut out = Vec::new();
-    m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, priority: true, payload: 1 }, &mut out);
-    m.send(MS, 0, unicast(1, 2), &mut out);
+    m.send(MS, 0, Frame { dst: Dest::Node(1), len: 100, carries: PacketKind::Routing, payload: 1 }, &mut out);
+    m.send(MS, 0, Frame { dst: Dest::Node(1), len: 28, carries: PacketKind::Arp, payload: 2 }, &mut out);
+    m.send(MS, 0, unicast(1, 3), &mut out);
     m.handle_timeout(10_000 * MS, &mut out);
     let drop7 = TxOutcome::RetryDrop { rts_attempts: 0, data_attempts: 7 };
-    assert_eq!(outcomes(&out), vec![(0, 1, drop7), (0, 2, drop7)]);
+    assert_eq!(outcomes(&out), vec![(0, 1, drop7), (0, 2, drop7), (0, 3, drop7)]);
     assert_eq!(m.stats(0).link_drops, 0);
+    let peer = m.peer_stats(0, 1);
+    assert_eq!((peer.tx_failed, peer.tx_failed_data), (3, 1));
 }

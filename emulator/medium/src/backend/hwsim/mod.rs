@@ -25,7 +25,7 @@ use std::io;
 use std::sync::Arc;
 
 use anyhow::Context;
-use meshemu_model::{Dest, Frame, Medium, NodeId, RadioConfig, TxOutcome};
+use meshemu_model::{Dest, Frame, Medium, NodeId, PacketKind, RadioConfig, TxOutcome};
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 
 use self::genl::{Attr, HwsimMessage, HwsimSocket, Incoming, TxRate, CMD_FRAME, CMD_TX_INFO_FRAME, MAX_RATES};
@@ -221,7 +221,7 @@ impl HwsimPort {
             network_len: header.network_len,
             mpdu,
         });
-        Some(Inbound { node, frame: Frame { dst, len: header.network_len, priority: false, payload }, mpdu_bytes })
+        Some(Inbound { node, frame: Frame { dst, len: header.network_len, carries: PacketKind::Data, payload }, mpdu_bytes })
     }
 }
 

@@ -1,16 +1,17 @@
 //! Turning an Ethernet frame read from a node's TAP into the model's
-//! [`Frame`]: who it is for and whether it is routing control.
+//! [`Frame`]: who it is for and what it carries (routing control, ARP, data).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use meshemu_model::{Dest, Frame, NodeId};
+use meshemu_model::{Dest, Frame, NodeId, PacketKind};
 
 /// What the medium carries for a frame: the whole Ethernet frame as read.
 pub type Payload = Arc<[u8]>;
 
 pub const ETHERNET_HEADER_LEN: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_ARP: u16 = 0x0806;
 const IP_PROTOCOL_UDP: u8 = 17;
 
 /// Classifies frames of one lab.
@@ -42,13 +43,23 @@ impl Classifier {
         Some(Frame {
             dst,
             len: (ethernet.len() - ETHERNET_HEADER_LEN) as u32,
-            priority: self.is_priority(ethernet),
+            carries: self.carries(ethernet),
             payload: Arc::from(ethernet),
         })
     }
 
+    fn carries(&self, ethernet: &[u8]) -> PacketKind {
+        if u16::from_be_bytes([ethernet[12], ethernet[13]]) == ETHERTYPE_ARP {
+            PacketKind::Arp
+        } else if self.is_routing(ethernet) {
+            PacketKind::Routing
+        } else {
+            PacketKind::Data
+        }
+    }
+
     /// A UDP datagram (first or only fragment) to one of the priority ports.
-    fn is_priority(&self, ethernet: &[u8]) -> bool {
+    fn is_routing(&self, ethernet: &[u8]) -> bool {
         if self.priority_udp_ports.is_empty() {
             return false;
         }
@@ -123,15 +134,24 @@ mod tests {
     #[test]
     fn routing_control_ports_get_priority() {
         let c = classifier();
-        assert!(c.classify(&ethernet(B, 0x0800, &udp(654, 0, 0))).unwrap().priority);
-        assert!(c.classify(&ethernet([0xff; 6], 0x0800, &udp(6696, 8, 0))).unwrap().priority, "IP options");
-        assert!(!c.classify(&ethernet(B, 0x0800, &udp(5001, 0, 0))).unwrap().priority);
-        assert!(!c.classify(&ethernet(B, 0x0800, &udp(654, 0, 100))).unwrap().priority, "later fragment");
+        let carries = |frame: Vec<u8>| c.classify(&frame).unwrap().carries;
+        assert_eq!(carries(ethernet(B, 0x0800, &udp(654, 0, 0))), PacketKind::Routing);
+        assert_eq!(carries(ethernet([0xff; 6], 0x0800, &udp(6696, 8, 0))), PacketKind::Routing, "IP options");
+        assert_eq!(carries(ethernet(B, 0x0800, &udp(5001, 0, 0))), PacketKind::Data);
+        assert_eq!(carries(ethernet(B, 0x0800, &udp(654, 0, 100))), PacketKind::Data, "later fragment");
         let mut tcp = udp(654, 0, 0);
         tcp[9] = 6;
-        assert!(!c.classify(&ethernet(B, 0x0800, &tcp)).unwrap().priority, "TCP");
-        assert!(!c.classify(&ethernet(B, 0x86dd, &udp(654, 0, 0))).unwrap().priority, "not IPv4");
-        assert!(!c.classify(&ethernet(B, 0x0800, &udp(654, 0, 0)[..22])).unwrap().priority, "truncated");
-        assert!(!Classifier::new(&[A, B], &[]).classify(&ethernet(B, 0x0800, &udp(654, 0, 0))).unwrap().priority);
+        assert_eq!(carries(ethernet(B, 0x0800, &tcp)), PacketKind::Data, "TCP");
+        assert_eq!(carries(ethernet(B, 0x86dd, &udp(654, 0, 0))), PacketKind::Data, "not IPv4");
+        assert_eq!(carries(ethernet(B, 0x0800, &udp(654, 0, 0)[..22])), PacketKind::Data, "truncated");
+        let none = Classifier::new(&[A, B], &[]).classify(&ethernet(B, 0x0800, &udp(654, 0, 0))).unwrap();
+        assert_eq!(none.carries, PacketKind::Data, "no priority ports");
+    }
+
+    #[test]
+    fn arp_is_told_apart() {
+        let c = classifier();
+        assert_eq!(c.classify(&ethernet(B, 0x0806, &[0; 28])).unwrap().carries, PacketKind::Arp);
+        assert_eq!(c.classify(&ethernet([0xff; 6], 0x0806, &[0; 28])).unwrap().carries, PacketKind::Arp);
     }
 }
