@@ -25,7 +25,8 @@ def run_counts(out: Path, record: dict) -> str:
     for path in sorted((out / "runs" / record["run_id"] / "routing").glob("*.aodv.json")):
         status = json.loads(path.read_text())
         for message in MESSAGES:
-            sent[message] += status["control_sent"][message]["packets"]
+            # A node lists only the kinds it sent.
+            sent[message] += status["control_sent"].get(message, {}).get("packets", 0)
         breaks += status["link_breaks"]
     nodes = record["metrics"]["medium"]["nodes"].values()
 
