@@ -49,23 +49,17 @@ impl Classifier {
     }
 
     fn carries(&self, ethernet: &[u8]) -> PacketKind {
-        if u16::from_be_bytes([ethernet[12], ethernet[13]]) == ETHERTYPE_ARP {
-            PacketKind::Arp
-        } else if self.is_routing(ethernet) {
-            PacketKind::Routing
-        } else {
-            PacketKind::Data
+        match u16::from_be_bytes([ethernet[12], ethernet[13]]) {
+            ETHERTYPE_ARP => PacketKind::Arp,
+            ETHERTYPE_IPV4 if self.is_routing(&ethernet[ETHERNET_HEADER_LEN..]) => PacketKind::Routing,
+            _ => PacketKind::Data,
         }
     }
 
-    /// A UDP datagram (first or only fragment) to one of the priority ports.
-    fn is_routing(&self, ethernet: &[u8]) -> bool {
-        if self.priority_udp_ports.is_empty() {
-            return false;
-        }
-        let ethertype = u16::from_be_bytes([ethernet[12], ethernet[13]]);
-        let ip = &ethernet[ETHERNET_HEADER_LEN..];
-        if ethertype != ETHERTYPE_IPV4 || ip.len() < 20 || ip[0] >> 4 != 4 {
+    /// An IPv4 packet that is a UDP datagram (first or only fragment) to one
+    /// of the priority ports.
+    fn is_routing(&self, ip: &[u8]) -> bool {
+        if self.priority_udp_ports.is_empty() || ip.len() < 20 || ip[0] >> 4 != 4 {
             return false;
         }
         let header_len = usize::from(ip[0] & 0x0f) * 4;
