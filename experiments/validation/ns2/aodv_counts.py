@@ -28,17 +28,13 @@ def run_counts(out: Path, record: dict) -> str:
             # A node lists only the kinds it sent.
             sent[message] += status["control_sent"].get(message, {}).get("packets", 0)
         breaks += status["link_breaks"]
-    nodes = record["metrics"]["medium"]["nodes"].values()
-
-    def total(key: str) -> int:
-        return sum(node[key] for node in nodes)
-
+    medium = record["metrics"]["medium"]["total"]
     goodput = sum(flow["goodput_bps"] for flow in record["metrics"]["flows"]) / 1e3
     return (f"seed {record['seed']} {record['software'].get('git')} "
             f"{'behind real time' if record['behind_real_time'] else 'in time'}: "
             f"RREQ/RERR/RREP {'/'.join(str(sent[m]) for m in MESSAGES)}, link breaks {breaks}, "
-            f"retry drops {total('retry_drops')}, link drops {total('link_drops')}, "
-            f"CTS per RTS {total('cts_sent') / max(total('rts_attempts'), 1):.2f}, goodput {goodput:.0f} kbit/s")
+            f"retry drops {medium['retry_drops']}, link drops {medium['link_drops']}, "
+            f"CTS per RTS {medium['cts_sent'] / max(medium['rts_attempts'], 1):.2f}, goodput {goodput:.0f} kbit/s")
 
 
 def main() -> None:
