@@ -46,6 +46,16 @@ struct Route {
     hop_latency: HopLatency,
 }
 
+impl Route {
+    /// Valid, or under ns-2's repair, which keeps the route in the kernel
+    /// with its number and hop count (ns-2: `rt_hops != INFINITY2`): such a
+    /// route answers RREQs, is taken out by a RERR from its next hop, and
+    /// gives way only to a newer number or, with the same, fewer hops.
+    fn in_use(&self) -> bool {
+        self.state == RouteState::Valid || (self.state == RouteState::Repairing && self.installed)
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Discovery {
     started: Duration,
@@ -210,11 +220,9 @@ impl Aodv {
         let replace = match self.routes.get(&dst) {
             None => true,
             Some(route) => match (seq, route.seq) {
-                (None, _) => route.state != RouteState::Valid || hops <= route.hops,
+                (None, _) => !route.in_use() || hops <= route.hops,
                 (Some(_), None) => true,
-                (Some(new), Some(old)) => {
-                    seq_newer(new, old) || (new == old && (route.state != RouteState::Valid || hops < route.hops))
-                }
+                (Some(new), Some(old)) => seq_newer(new, old) || (new == old && (!route.in_use() || hops < route.hops)),
             },
         };
         if !replace {
@@ -524,15 +532,13 @@ impl Aodv {
                     // ns-2's rt_ll_failed: the break is nearer the destination
                     // than the source. The route stays in the kernel (ns-2
                     // keeps what is queued for the old next hop and buffers
-                    // the rest); nobody upstream is told. The sequence number
-                    // goes up (6.12) so that only the destination or a fresher
-                    // route answers: ns-2 keeps it but accepts only a reply
-                    // newer than its own, and its destination always numbers
-                    // a reply anew, so nodes upstream with the old route
-                    // (through this one) cannot answer there either.
+                    // the rest); nobody upstream is told. Unlike RFC 6.12,
+                    // the number stays: the RREQ asks for it, so any node
+                    // with a route as fresh answers and relays it no further,
+                    // and only the destination's renumbered reply or a
+                    // shorter route replaces this one (`Route::in_use`).
                     if let Some(route) = self.routes.get_mut(&dst) {
                         route.state = RouteState::Repairing;
-                        route.seq = seq;
                     }
                     self.start_discovery(now, dst, Some(hops), out);
                     continue;
@@ -673,8 +679,7 @@ impl Aodv {
         }
 
         let fresh_route = self.routes.get(&rreq.dst).filter(|r| {
-            r.state == RouteState::Valid
-                && r.seq.is_some_and(|seq| rreq.unknown_seq || !seq_newer(rreq.dst_seq, seq))
+            r.in_use() && r.seq.is_some_and(|seq| rreq.unknown_seq || !seq_newer(rreq.dst_seq, seq))
         });
         if let (true, false, Some(route)) =
             (self.config.intermediate_replies, rreq.destination_only, fresh_route)
@@ -808,9 +813,7 @@ impl Aodv {
         for (dst, seq) in rerr.unreachable {
             // A route under ns-2's repair is still in the kernel: the RERR takes it out (ns-2's
             // recvError downs it too); the search goes on and brings it back if it succeeds.
-            let through_sender = self.routes.get(&dst).is_some_and(|r| {
-                (r.state == RouteState::Valid || (r.state == RouteState::Repairing && r.installed)) && r.next_hop == from
-            });
+            let through_sender = self.routes.get(&dst).is_some_and(|r| r.in_use() && r.next_hop == from);
             if !through_sender {
                 continue;
             }

@@ -709,6 +709,41 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     assert_eq!(net.nodes[d].counters().route_breaks, 0);
 }
 
+/// What `node` sent from the `from`-th output of the log on: (to, message).
+fn sent_since(net: &Net, from: usize, node: usize) -> Vec<(Ipv4Addr, Message)> {
+    net.log[from..]
+        .iter()
+        .filter(|(_, n, _)| *n == node)
+        .filter_map(|(_, _, o)| match o {
+            Output::Send { to, payload, .. } => Message::decode(payload).ok().map(|m| (*to, m)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn ns2_repair_asks_for_the_number_it_has_so_a_node_as_fresh_answers() {
+    let (b, c, d, e) = (1, 2, 3, 4);
+    let mut net = fig1_ns2();
+    net.nodes[d].data_hops(net.now, addr(e), 3);
+    net.unlink(d, e);
+    let from = net.log.len();
+    net.input(d, Input::LinkFailed { neighbor: addr(e) });
+    net.run_until(net.now + ms(200));
+    let relayed = |node| {
+        sent_since(&net, from, node).iter().any(|(_, m)| matches!(m, Message::Rreq(r) if r.orig == addr(d)))
+    };
+    // C's route to E (through D) has the number D asks for: C answers instead
+    // of relaying, as ns-2's recvRequest does, so the flood ends there.
+    let answered = sent_since(&net, from, c)
+        .iter()
+        .any(|(to, m)| *to == addr(d) && matches!(m, Message::Rrep(r) if r.dst == addr(e)));
+    assert!(answered && !relayed(c) && !relayed(b));
+    // That answer is 3 hops, D's route 1: D waits for the destination's
+    // renumbered reply, which came round through F.
+    assert_eq!(net.path(d, e), Some(vec![3, 5, 4]));
+}
+
 #[test]
 fn a_failed_repair_drops_what_it_held() {
     let (a, d, e, f) = (0, 3, 4, 5);
