@@ -1,0 +1,103 @@
+"""Who originates the RREQ floods and how far each one travels, in an ns-2
+trace or in the lab runs of a results directory:
+
+    python experiments/validation/ns2/rreq_origins.py trace.tr --sources 80 32
+    python experiments/validation/ns2/rreq_origins.py DIR --sources n80 n32
+
+A flood is one originated RREQ (ns-2: an `s ... RTR` REQUEST line with hop
+count 1 at its originator; the lab: aodvd's `rreq_sent` event). Floods are
+split by originator, the flows' sources or relays (local repairs), and, in
+ns-2's trace, by TTL (network-wide or a ring) with the transmissions each
+took and the replies sent to its originator, by the destination or by a node
+with a route. The lab's transmissions are only counted in total (aodvd
+counts what it sends, not per flood).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+from pathlib import Path
+
+
+def _fields(line: str, start: str) -> list[str]:
+    """The bracketed fields from `start` on, split on spaces and brackets."""
+    return line[line.index(start):].replace("[", " ").replace("]", " ").split()
+
+
+def ns2_floods(trace: Path, sources: set[int]) -> dict:
+    floods: dict[tuple[int, int], list] = {}  # (originator, broadcast id) -> [kind, transmissions]
+    latest: dict[int, str] = {}  # originator -> kind of its latest flood
+    replies: collections.Counter = collections.Counter()
+    with open(trace, errors="replace") as lines:
+        for line in lines:
+            if not line.startswith("s ") or " RTR " not in line:
+                continue
+            node = int(line.split()[2].strip("_"))
+            ip = _fields(line, "------- [")  # "-------" src:port dst:port ttl next-hop
+            if "(REQUEST)" in line:
+                # [type hop-count bcast-id [dst dst-seq] [src src-seq]]
+                request = _fields(line, "[0x")
+                hops, bcast, origin = int(request[1]), int(request[2]), int(request[5])
+                if hops == 1 and origin == node:
+                    ring = "network-wide" if int(ip[3]) >= 30 else "ring"
+                    kind = f"{'source' if origin in sources else 'relay'}, {ring}"
+                    floods[(origin, bcast)] = [kind, 1]
+                    latest[origin] = kind
+                elif (origin, bcast) in floods:
+                    floods[(origin, bcast)][1] += 1
+            elif "(REPLY)" in line:
+                # [type hop-count [dst dst-seq] lifetime]: sent by the replier to the RREQ's originator
+                to = int(ip[2].split(":")[0])
+                if to in latest:
+                    by = "destination" if node == int(_fields(line, "[0x")[2]) else "node with a route"
+                    replies[(latest[to], by)] += 1
+    table: dict[str, dict] = {}
+    for kind, sent in floods.values():
+        row = table.setdefault(kind, {"floods": 0, "transmissions": 0})
+        row["floods"] += 1
+        row["transmissions"] += sent
+    for kind, row in table.items():
+        row["per_flood"] = round(row["transmissions"] / row["floods"], 1)
+        row["replies"] = {by: replies[(kind, by)] for by in ("destination", "node with a route")}
+    return dict(sorted(table.items()))
+
+
+def lab_floods(out: Path, record: dict, sources: set[str]) -> dict:
+    routing = out / "runs" / record["run_id"] / "routing"
+    addresses = {}
+    originated: collections.Counter = collections.Counter()
+    transmissions = 0
+    for path in sorted(routing.glob("*.aodv.json")):
+        status = json.loads(path.read_text())
+        addresses[status["address"]] = path.name.split(".")[0]
+        transmissions += status["control_sent"].get("rreq", {}).get("packets", 0)
+    for path in sorted(routing.glob("*.aodv-events.jsonl")):
+        with open(path) as events:
+            for line in events:
+                if '"rreq_sent"' in line:
+                    node = addresses.get(json.loads(line)["node"])
+                    originated["source" if node in sources else "relay"] += 1
+    return {"seed": record["seed"], "code": record["software"].get("git"), "originated": dict(originated),
+            "transmissions": transmissions}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path, help="an ns-2 trace file, or a results directory of lab runs with aodvd")
+    parser.add_argument("--sources", nargs="+", required=True,
+                        help="the flows' sources: ns-2 node numbers for a trace, node names for a directory")
+    args = parser.parse_args()
+    if args.path.is_file():
+        print(json.dumps(ns2_floods(args.path, {int(s) for s in args.sources}), indent=1))
+        return
+    with open(args.path / "runs.jsonl") as runs:
+        for line in runs:
+            record = json.loads(line)
+            if record["driver"] == "lab":
+                print(json.dumps(lab_floods(args.path, record, set(args.sources))))
+
+
+if __name__ == "__main__":
+    main()
