@@ -50,9 +50,25 @@ impl Route {
     /// Valid, or under ns-2's repair, which keeps the route in the kernel
     /// with its number and hop count (ns-2: `rt_hops != INFINITY2`): such a
     /// route answers RREQs, is taken out by a RERR from its next hop, and
-    /// gives way only to a newer number or, with the same, fewer hops.
+    /// gives way only to a newer number or, with the same, as few hops
+    /// (`gives_way_to`).
     fn in_use(&self) -> bool {
         self.state == RouteState::Valid || (self.state == RouteState::Repairing && self.installed)
+    }
+
+    /// Whether a route with this one's number and `hops` replaces it: any
+    /// over a route out of use, fewer hops over a valid one, and no more
+    /// over one under ns-2's repair. A node whose route runs through the
+    /// repairing one answers with more hops; one as near answers with as
+    /// many, and ends the repair. (ns-2 asks for fewer here too, so a
+    /// relay's repair on a chain waits until its source rediscovers or
+    /// `LocalRepairTimer` fires, at about twice the time of day: NS2.md.)
+    fn gives_way_to(&self, hops: u8) -> bool {
+        match self.state {
+            RouteState::Valid => hops < self.hops,
+            RouteState::Repairing if self.installed => hops <= self.hops,
+            _ => true,
+        }
     }
 }
 
@@ -222,7 +238,7 @@ impl Aodv {
             Some(route) => match (seq, route.seq) {
                 (None, _) => !route.in_use() || hops <= route.hops,
                 (Some(_), None) => true,
-                (Some(new), Some(old)) => seq_newer(new, old) || (new == old && (!route.in_use() || hops < route.hops)),
+                (Some(new), Some(old)) => seq_newer(new, old) || (new == old && route.gives_way_to(hops)),
             },
         };
         if !replace {
@@ -535,8 +551,8 @@ impl Aodv {
                     // the rest); nobody upstream is told. Unlike RFC 6.12,
                     // the number stays: the RREQ asks for it, so any node
                     // with a route as fresh answers and relays it no further,
-                    // and only the destination's renumbered reply or a
-                    // shorter route replaces this one (`Route::in_use`).
+                    // and only the destination's renumbered reply or a route
+                    // as short replaces this one (`Route::gives_way_to`).
                     if let Some(route) = self.routes.get_mut(&dst) {
                         route.state = RouteState::Repairing;
                     }

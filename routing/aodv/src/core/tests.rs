@@ -745,6 +745,27 @@ fn ns2_repair_asks_for_the_number_it_has_so_a_node_as_fresh_answers() {
 }
 
 #[test]
+fn ns2_repair_ends_with_a_neighbour_as_near_as_the_old_next_hop() {
+    // A 6-hop chain; node 2 relays node 6's packets to node 0 and has come 4
+    // hops with 2 to go: its link to node 1 fails once (a collision: node 1
+    // still hears it), and node 2 repairs.
+    let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
+    let mut net = Net::chain(7, config);
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(6), local: true });
+    net.traffic(0, 6, ms(3000));
+    net.nodes[2].data_hops(net.now, addr(0), 4);
+    let from = net.log.len();
+    net.input(2, Input::LinkFailed { neighbor: addr(1) });
+    assert!(net.nodes[2].discovering(addr(0)));
+    net.run_until(net.now + ms(50));
+    // Node 1 answers with its own route, 1 hop: 2 hops from node 2, as many as
+    // before. That ends the repair; node 3's answer (through node 2) does not.
+    assert!(!net.nodes[2].discovering(addr(0)), "{:?}", net.events(2));
+    assert_eq!(net.path(2, 0), Some(vec![2, 1, 0]));
+    assert!(sent_since(&net, from, 0).is_empty(), "the flood ended at node 1");
+}
+
+#[test]
 fn a_failed_repair_drops_what_it_held() {
     let (a, d, e, f) = (0, 3, 4, 5);
     let mut net = fig1_ns2();
