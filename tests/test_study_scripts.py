@@ -1,6 +1,6 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
 counters.py, experiments/re-tfrc/tables.py,
-experiments/validation/ns2/drop_lengths.py) on small hand-made results:
+experiments/validation/ns2/drop_lengths.py, rreq_origins.py) on small hand-made results:
 records with only the keys the scripts read, run files as `meshemu run`
 writes them, and the expected figures computed by hand in the comments."""
 
@@ -34,6 +34,7 @@ analyse = study_script("copas/analyse.py")
 counters = study_script("copas/counters.py")
 tables = study_script("re-tfrc/tables.py")
 drop_lengths = study_script("validation/ns2/drop_lengths.py")
+rreq_origins = study_script("validation/ns2/rreq_origins.py")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -448,3 +449,42 @@ def test_drop_lengths_refuses_counts_with_events_lost(tmp_path):
     with pytest.raises(SystemExit, match="lost 7 events"):
         drop_lengths.count(path)
     thread.join()
+
+
+# --- experiments/validation/ns2/rreq_origins.py --------------------------------------------------
+
+NS2_AODV_LINES = [
+    # n80 floods network-wide for n88; n81 relays it; n88 answers.
+    "s 12.0 _80_ RTR  --- 0 AODV 48 [0 0 0 0] ------- [80:255 -1:255 30 0] [0x2 1 1 [88 0] [80 4]] (REQUEST)",
+    "s 12.1 _81_ RTR  --- 0 AODV 48 [0 ffffffff 50 800] ------- [81:255 -1:255 29 0] [0x2 2 1 [88 0] [80 4]] (REQUEST)",
+    "s 12.2 _88_ RTR  --- 0 AODV 44 [0 0 0 0] ------- [88:255 80:255 30 87] [0x4 1 [88 6] 10.000000] (REPLY)",
+    # n50 repairs its route to n88 in a ring of TTL 9; n51, which has a route, answers.
+    "s 13.0 _50_ RTR  --- 0 AODV 48 [0 0 0 0] ------- [50:255 -1:255 9 0] [0x2 1 7 [88 6] [50 9]] (REQUEST)",
+    "s 13.1 _51_ RTR  --- 0 AODV 44 [0 0 0 0] ------- [51:255 50:255 30 50] [0x4 4 [88 6] 9.000000] (REPLY)",
+    # Not the routing agent's sending: left out.
+    "r 13.2 _52_ RTR  --- 0 AODV 48 [0 ffffffff 50 800] ------- [50:255 -1:255 8 0] [0x2 2 7 [88 6] [50 9]] (REQUEST)",
+]
+
+
+def test_rreq_origins_splits_ns2_floods_by_originator_and_counts_who_answered(tmp_path):
+    trace = tmp_path / "trace.tr"
+    trace.write_text("\n".join(NS2_AODV_LINES) + "\n")
+    floods = rreq_origins.ns2_floods(trace, {80, 32})
+    assert floods["source, network-wide"] == {"floods": 1, "transmissions": 2, "per_flood": 2.0,
+                                              "replies": {"destination": 1, "node with a route": 0}}
+    assert floods["relay, ring"] == {"floods": 1, "transmissions": 1, "per_flood": 1.0,
+                                     "replies": {"destination": 0, "node with a route": 1}}
+
+
+def test_rreq_origins_counts_a_lab_runs_originated_rreqs_by_node(tmp_path):
+    routing = tmp_path / "runs" / "r1" / "routing"
+    routing.mkdir(parents=True)
+    for node, sent in (("n0", 5), ("n3", 2)):
+        status = {"address": NODE_IP[node], "control_sent": {"rreq": {"packets": sent, "bytes": 24 * sent}}}
+        (routing / f"{node}.aodv.json").write_text(json.dumps(status))
+    write_jsonl(routing / "n0.aodv-events.jsonl", [{"event": "rreq_sent", "node": NODE_IP["n0"]}] * 2)
+    write_jsonl(routing / "n3.aodv-events.jsonl", [{"event": "rreq_sent", "node": NODE_IP["n3"]},
+                                                    {"event": "link_broken", "node": NODE_IP["n3"]}])
+    record = {"run_id": "r1", "seed": 4, "software": {"git": "abc"}}
+    assert rreq_origins.lab_floods(tmp_path, record, {"n0"}) == {
+        "seed": 4, "code": "abc", "originated": {"source": 2, "relay": 1}, "transmissions": 7}
