@@ -14,7 +14,7 @@ import pytest
 
 from meshemu import Lab
 from meshemu.choices import Aodv
-from meshemu.routing import control_overhead, counters, refresh_counters
+from meshemu.routing import control_traffic, counters, refresh_counters
 
 from conftest import namespaces
 
@@ -66,10 +66,12 @@ def test_first_ping_across_chain7_succeeds_after_discovery(write):
                 for kind in ("rreq", "rrep", "rerr", "hello")}
         assert sent["rrep"] == 7, sent  # only the destination answered: one RREP per hop back
         assert sent["rreq"] >= 7, sent
-        bytes_, packets = control_overhead(lab)
-        assert packets > 0 and bytes_ > packets * 28
+        control = control_traffic(lab)  # the whole run, read later than `after`
+        assert all(control["messages"][kind] >= count for kind, count in sent.items() if count), (control, sent)
+        assert control["control_packets"] == sum(control["messages"].values())
+        assert control["control_bytes"] > control["control_packets"] * 28
         print(f"\nchain7 discovery n0->n7: {succeeded[0]['elapsed_ms']} ms, first ping RTT {first_rtt_ms} ms; "
-              f"control packets during the ping: {sent}; whole run: {packets} packets, {bytes_} bytes")
+              f"control packets during the ping: {sent}; whole run: {control}")
         held = after["n0"]
         assert held["packets_held"] >= 1 and held["packets_released"] == held["packets_held"]
     assert not any(name.startswith("aodvchain-") for name in namespaces())
@@ -168,7 +170,7 @@ def test_fig1_break_is_detected_by_hello_loss_and_repaired_through_f(write):
               f"(+{detect_s - BREAK_S:.2f} s); RERR at A at {rerr_at_a[0]:.2f} s; A rediscovered at "
               f"{rediscovery[0]:.2f} s, new 5-hop route via F at {repaired[0]:.2f} s (disconnection "
               f"{repaired[0] - detect_s:.2f} s after detection); {after_repair} bytes carried after the repair; "
-              f"routing overhead {control_overhead(lab)} (bytes, packets)")
+              f"routing control traffic {control_traffic(lab)}")
 
 
 # Fig. 1 in aodvd's ns-2 mode, with F arriving only after E has left D

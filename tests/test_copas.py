@@ -14,7 +14,7 @@ import pytest
 
 from meshemu import Lab
 from meshemu.choices import Copas
-from meshemu.routing import control_overhead
+from meshemu.routing import control_traffic
 
 from conftest import namespaces
 
@@ -113,13 +113,13 @@ def test_data_and_acks_take_disjoint_paths_and_reno_does_not_lose(write):
         selected = [json.loads(line) for line in (lab.run_dir / "nodes" / "d" / Copas.events).read_text().splitlines()]
         roles = {e["role"] for e in selected if e["event"] == "path_selected"}
         assert roles == {"forward", "reverse"}, selected
-        overhead = control_overhead(lab)
-        assert overhead is not None and overhead[1] > 0
+        control = control_traffic(lab)
+        assert control is not None and control["control_packets"] > 0
         lateness_ms = lab.control("lateness")["p99_ns"] / 1e6
     assert not any(name.startswith(("cpaodv-", "cpcopas-")) for name in namespaces())
     print(f"\nring, Reno s -> d for {TRANSFER_S} s: AODV {aodv_bps / 1e3:.0f} kbit/s, COPAS {copas_bps / 1e3:.0f} "
           f"kbit/s ({copas_bps / aodv_bps:.2f}); data via {'-'.join(data_path)}, ACKs via {'-'.join(ack_path)}; "
-          f"relays sent {sent} B; COPAS control {overhead[0]} B in {overhead[1]} packets; "
+          f"relays sent {sent} B; COPAS control {control['control_bytes']} B in {control['control_packets']} packets; "
           f"medium lateness p99 {lateness_ms:.2f} ms")
     # Not worse than AODV. Measured COPAS/AODV 1.07-1.13 in 6 runs on the shared machine
     # (2026-11-25: AODV 268-278 kbit/s, COPAS 298-306), well clear of AODV's +-2% run-to-run spread.

@@ -11,7 +11,7 @@ import pytest
 
 from meshemu import Lab
 from meshemu.choices import RoutingChoice
-from meshemu.routing import control_overhead
+from meshemu.routing import control_traffic
 from meshemu.topology import load_topology
 
 
@@ -58,5 +58,5 @@ def test_babeld_converges_on_a_chain_and_carries_a_ping(write):
         converged_s = 40 - (deadline - time.monotonic())
         result = lab["n0"].run(["ping", "-c", "3", "-i", "0.3", "-W", "3", "n3"], timeout=20)
         assert result.returncode == 0 and " 0% packet loss" in result.stdout, result.stdout
-        assert control_overhead(lab) is None  # babeld does not count its packets for us
+        assert control_traffic(lab) is None  # babeld does not count its packets for us
         print(f"\nbabeld: n0 has a 3-hop route to n3 {converged_s:.1f} s after the lab was up")

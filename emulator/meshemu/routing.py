@@ -125,18 +125,26 @@ def counters(lab: PluginLab) -> dict[str, dict[str, Any]]:
     return result
 
 
-def control_overhead(lab: PluginLab) -> tuple[int, int] | None:
-    """Routing control traffic every daemon of the lab sent: (IP bytes,
-    packets). (0, 0) without a daemon (static and no routing); None when the
-    daemon does not count it (babeld)."""
+def control_traffic(lab: PluginLab) -> dict[str, Any] | None:
+    """Routing control traffic every daemon of the lab sent so far:
+    `control_bytes` (IP bytes) and `control_packets`, and for a daemon that
+    counts its messages by kind (aodvd, copasd) `messages`, packets by kind
+    (`rreq`, `rrep`, `rerr`, ...). Zero without a daemon (static and no
+    routing); None when the daemon does not count its packets (babeld)."""
     kind = lab.routing.kind
     if kind.daemon is None:
-        return (0, 0)
+        return {"control_bytes": 0, "control_packets": 0}
     if kind.counters is None:
         return None
     refresh_counters(lab)
-    totals = [(c["overhead_bytes"], c["overhead_packets"]) for c in counters(lab).values()]
-    return (sum(b for b, _ in totals), sum(p for _, p in totals))
+    statuses = counters(lab).values()
+    messages: dict[str, int] = {}
+    for status in statuses:
+        for message, sent in status["control_sent"].items():
+            messages[message] = messages.get(message, 0) + sent["packets"]
+    return {"control_bytes": sum(s["overhead_bytes"] for s in statuses),
+            "control_packets": sum(s["overhead_packets"] for s in statuses),
+            "messages": dict(sorted(messages.items()))}
 
 
 def save_outputs(lab: PluginLab, directory: Path) -> list[Path]:

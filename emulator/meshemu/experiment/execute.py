@@ -12,7 +12,6 @@ argument lists; their outputs are the run's artefacts.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import shutil
 import statistics
@@ -21,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from .. import medium, procs, routing
 from ..choices import Aodv
@@ -160,20 +159,6 @@ def run_program(argv: list[str], cwd: Path, stdout: Path, stderr: Path | None, s
             if process.poll() is None:
                 process.terminate()
                 process.wait()
-
-
-def control_overhead(lab: Lab) -> tuple[int, int] | None:
-    """Routing control traffic (bytes, packets) of the lab's routing daemons,
-    from the routing plug-in's `meshemu.routing.control_overhead(lab)` when
-    one is installed; static routing sends none."""
-    try:
-        routing = importlib.import_module("meshemu.routing")
-    except ModuleNotFoundError:
-        routing = None
-    function: Callable[[Lab], tuple[int, int] | None] | None = getattr(routing, "control_overhead", None)
-    if function is not None:
-        return function(lab)
-    return (0, 0) if lab.config.get("routing") in ("static", "none") else None
 
 
 # The RE-TFRC settings of a tfrc flow's options, as `tfrc send` options.
@@ -392,7 +377,7 @@ class Execution:
         lab = Lab(run.topology, name=self.lab_name)
         snapshots: list[dict[str, Any]] = []
         lateness = None
-        overhead = None
+        control = None
         queue_counters = None
         recorder: Recorder | None = None
         clock: dict[str, int] = {}
@@ -433,7 +418,7 @@ class Execution:
             self._sleep_until((run.duration_ns + run.measure["drain"]) / NS)
             # iperf3 and tfrc servers end after the client's final exchange.
             self._wait_exit({"server"}, CLIENT_GRACE_S)
-            overhead = control_overhead(lab)
+            control = routing.control_traffic(lab)
             if lab.queueing.runs_daemon:
                 queue_counters = queueing.stop(lab)
             routing.save_outputs(lab, self.dir / ROUTING_DIR)
@@ -448,7 +433,7 @@ class Execution:
         self._record_processes()
         if recorder is not None:
             recorder.add_samples(self.dir, clock)
-        return self._outcome(snapshots, lateness, overhead, queue_counters, started_at)
+        return self._outcome(snapshots, lateness, control, queue_counters, started_at)
 
     def _write_clock(self, lab: Lab) -> dict[str, int]:
         """`clock.json`: the run's time 0 and the medium's model time 0 (when
@@ -513,7 +498,7 @@ class Execution:
         return f"{name} exited with {code}: {detail[0]}"
 
     def _outcome(self, snapshots: list[dict[str, Any]], lateness: dict[str, Any] | None,
-                 overhead: tuple[int, int] | None, queue_counters: dict[str, Any] | None,
+                 control: dict[str, Any] | None, queue_counters: dict[str, Any] | None,
                  started_at: float) -> Outcome:
         run = self.run
         failures = [text for text in (self._failure(s) for s in self.started) if text]
@@ -534,9 +519,8 @@ class Execution:
             "medium": metrics.medium_metrics(warm["nodes"], end["nodes"], seconds),
         }
         delivered = metrics.delivered_data_packets(flows)
-        result["routing"] = None if overhead is None else {
-            "control_bytes": overhead[0], "control_packets": overhead[1],
-            "normalized_overhead": overhead[1] / delivered if delivered else None,
+        result["routing"] = None if control is None else {
+            **control, "normalized_overhead": control["control_packets"] / delivered if delivered else None,
         }
         if queue_counters is not None:
             result["queueing"] = self._queueing_metrics(flows, queue_counters)

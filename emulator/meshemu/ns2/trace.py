@@ -43,11 +43,12 @@ Metrics, with the lab's names where they mean the same (experiment/README.md):
   defers, queue lengths, signal levels) are left out, never written as 0.
 - routing (metrics.routing), over the whole run as for the lab's daemons:
   control packets and their IP bytes the routing agents sent (`s`/`f` RTR
-  events of AODV, DSR and DSDV packets), and per AODV message type those
-  transmissions (`aodv_messages`) and the `s` lines alone (`aodv_sent`:
-  what an agent sent as its own, every RREQ and RERR transmission,
-  rebroadcasts included, and the RREPs it originated; `f` lines are RREPs
-  forwarded along a reverse route).
+  events of AODV, DSR and DSDV packets), and per AODV message kind, named as
+  aodvd names them (`rreq`, `rrep`, `rerr`, `hello`), those transmissions
+  (`messages`, as a lab's record has them) and the `s` lines alone
+  (`ns2_sent`: what an agent sent as its own, every RREQ and RERR
+  transmission, rebroadcasts included, and the RREPs it originated; `f`
+  lines are RREPs forwarded along a reverse route).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ from .scenario import TCP_TICK_S, FlowSetup
 
 # Packet types the routing agents send: AODV, DSR, DSDV ("message").
 ROUTING_TYPES = {"AODV", "DSR", "message"}
+# ns-2's names of AODV's messages -> aodvd's, which a lab's record uses.
+AODV_KINDS = {"REQUEST": "rreq", "REPLY": "rrep", "ERROR": "rerr", "HELLO": "hello"}
 MAC_CONTROL = {"RTS", "CTS", "ACK"}
 # Lines between two calls of a reader's check (about a tenth of a second).
 CHECK_EVERY = 1 << 16
@@ -181,8 +184,8 @@ class TraceReader:
         self.retry_drops_by_packet: list[dict[str, int]] = [{} for _ in range(node_count)]
         self.control_packets = 0
         self.control_bytes = 0
-        self.control_types: dict[str, int] = {}  # AODV message type -> transmissions (s and f)
-        self.control_sent: dict[str, int] = {}  # AODV message type -> s lines
+        self.messages: dict[str, int] = {}  # AODV message kind -> transmissions (s and f)
+        self.sent: dict[str, int] = {}  # AODV message kind -> s lines
         # (src field, dst field) of the AGT lines, as printed: "[0:0", "3:0".
         self.udp: dict[tuple[str, str], _UdpFlow] = {}
         self.tcp: dict[tuple[str, str], _TcpFlow] = {}
@@ -221,10 +224,11 @@ class TraceReader:
             self.control_packets += 1
             self.control_bytes += int(parts[7])
             if parts[6] == "AODV" and parts[-1].startswith("("):
-                kind = parts[-1].strip("()")
-                self.control_types[kind] = self.control_types.get(kind, 0) + 1
+                name = parts[-1].strip("()")
+                message = AODV_KINDS.get(name, name.lower())
+                self.messages[message] = self.messages.get(message, 0) + 1
                 if event == "s":
-                    self.control_sent[kind] = self.control_sent.get(kind, 0) + 1
+                    self.sent[message] = self.sent.get(message, 0) + 1
         time = float(parts[1])
         if not self.warm_s <= time <= self.end_s:
             return
@@ -309,8 +313,8 @@ class TraceReader:
         return {"nodes": nodes, "total": total}
 
     def routing(self) -> dict[str, Any]:
-        aodv = {"aodv_messages": dict(sorted(self.control_types.items())),
-                "aodv_sent": dict(sorted(self.control_sent.items()))} if self.control_types else {}
+        aodv = {"messages": dict(sorted(self.messages.items())),
+                "ns2_sent": dict(sorted(self.sent.items()))} if self.messages else {}
         return {"control_bytes": self.control_bytes, "control_packets": self.control_packets, **aodv}
 
     def udp_metrics(self, name: str, sink_rows: list[dict[str, float]], rate_bps: int) -> dict[str, Any]:
