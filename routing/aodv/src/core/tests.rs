@@ -670,13 +670,10 @@ fn fig1_ns2() -> Net {
 }
 
 fn rerrs_sent(net: &Net, node: usize) -> Vec<(Ipv4Addr, Vec<Ipv4Addr>)> {
-    net.outputs(node)
-        .iter()
-        .filter_map(|o| match o {
-            Output::Send { to, payload, .. } => match Message::decode(payload) {
-                Ok(Message::Rerr(rerr)) => Some((*to, rerr.unreachable.iter().map(|(d, _)| *d).collect())),
-                _ => None,
-            },
+    sent_since(net, 0, node)
+        .into_iter()
+        .filter_map(|(to, m)| match m {
+            Message::Rerr(rerr) => Some((to, rerr.unreachable.iter().map(|(d, _)| *d).collect())),
             _ => None,
         })
         .collect()
