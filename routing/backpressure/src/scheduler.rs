@@ -200,10 +200,11 @@ struct Flow {
 /// What we know of the radio below us.
 #[derive(Debug, Default)]
 struct Radio {
-    /// Released packets (their flow slot; None once the flow expired) not
-    /// yet known to have left the radio, oldest first. Frames of others that
-    /// complete take our oldest entries early; the error ends when it drains.
-    below: VecDeque<Option<usize>>,
+    /// Released packets (their flow slot, None once the flow expired; when
+    /// released) not yet known to have left the radio, oldest first. Frames
+    /// of others that complete take our oldest entries early; the error ends
+    /// when it drains.
+    below: VecDeque<(Option<usize>, Time)>,
     /// The radio's count of frames that left its queue, at the last update.
     completed: Option<u64>,
     queue_len: u64,
@@ -217,6 +218,11 @@ impl Radio {
 
 /// How often idle flows are looked for at most.
 const EXPIRY_SCAN_EVERY: Time = 1_000_000_000;
+/// A released packet that has not reached an empty radio this long after
+/// its release never will: the kernel dropped it after our verdict (its
+/// neighbour entry failed: three ARP requests a second apart). Without
+/// this its entry would hold the radio "full" for good.
+const LOST_BELOW_AFTER: Time = 5_000_000_000;
 
 pub struct Scheduler {
     config: Config,
@@ -350,7 +356,7 @@ impl Scheduler {
         };
         self.radio.completed = Some(completed);
         for _ in 0..left {
-            let Some(entry) = self.radio.below.pop_front() else { break };
+            let Some((entry, _)) = self.radio.below.pop_front() else { break };
             if let Some(slot) = entry {
                 let flow = self.flow_mut(slot);
                 flow.in_radio = flow.in_radio.saturating_sub(1);
@@ -423,6 +429,7 @@ impl Scheduler {
     /// Runs what is due at `now`: age drops, overhearing timeouts, idle flows, releases.
     pub fn handle_timeout(&mut self, now: Time, out: &mut Vec<Decision>) {
         self.drop_old(now, out);
+        self.forget_lost_below(now);
         self.downstream.expire(now);
         if now >= self.next_expiry_scan {
             self.expire_idle_flows(now);
@@ -441,7 +448,10 @@ impl Scheduler {
             .map(|held| held.arrived + self.config.max_hold)
             .min();
         let scan = (self.index.len() > self.active.len()).then_some(self.next_expiry_scan);
-        [oldest_head, self.downstream.next_expiry(), scan].into_iter().flatten().min()
+        let lost = (self.radio.queue_len == 0)
+            .then(|| self.radio.below.front().map(|(_, released)| released + LOST_BELOW_AFTER))
+            .flatten();
+        [oldest_head, self.downstream.next_expiry(), scan, lost].into_iter().flatten().min()
     }
 
     /// Gives every held packet `verdict` (at exit).
@@ -553,7 +563,7 @@ impl Scheduler {
         }
         if watch_radio {
             flow.in_radio += 1;
-            self.radio.below.push_back(Some(slot));
+            self.radio.below.push_back((Some(slot), now));
         }
         let key = flow.key;
         if !flow.queue.is_empty() {
@@ -614,6 +624,23 @@ impl Scheduler {
         }
     }
 
+    /// Forgets released packets the radio never got (LOST_BELOW_AFTER).
+    fn forget_lost_below(&mut self, now: Time) {
+        if self.radio.queue_len > 0 {
+            return; // they may be waiting in it
+        }
+        while let Some(&(entry, released)) = self.radio.below.front() {
+            if released + LOST_BELOW_AFTER > now {
+                break;
+            }
+            self.radio.below.pop_front();
+            if let Some(slot) = entry {
+                let flow = self.flow_mut(slot);
+                flow.in_radio = flow.in_radio.saturating_sub(1);
+            }
+        }
+    }
+
     fn expire_idle_flows(&mut self, now: Time) {
         for slot in 0..self.flows.len() {
             let idle = self.flows[slot].as_ref().is_some_and(|flow| {
@@ -629,7 +656,7 @@ impl Scheduler {
             self.free_slots.push(slot);
             self.totals.flows_expired += 1;
             // A released packet of this flow may still be listed below us in the radio.
-            for entry in self.radio.below.iter_mut() {
+            for (entry, _) in self.radio.below.iter_mut() {
                 if *entry == Some(slot) {
                     *entry = None;
                 }

@@ -118,6 +118,27 @@ fn a_deeper_radio_takes_that_many_packets_and_an_external_frame_is_absorbed() {
 }
 
 #[test]
+fn a_released_packet_the_radio_never_gets_stops_holding_it_full() {
+    // The kernel drops a packet after our verdict (its next hop's ARP failed):
+    // no frame ever leaves the radio for it, whose queue stays empty.
+    let mut h = Harness::new(Config { max_hold: 60_000 * MS, ..config(Mode::FairQueue) });
+    h.arrive(0, 1, 1);
+    h.arrive(0, 2, 1);
+    assert_eq!(h.accepted(), vec![1]);
+    let due = h.scheduler.poll_timeout().expect("the lost packet has a deadline");
+    assert!(due > 1_000 * MS && due <= 10_000 * MS, "{due}");
+    h.scheduler.handle_timeout(due - 1, &mut h.out);
+    assert!(h.take().is_empty(), "a packet may wait seconds for its neighbour's address");
+    h.scheduler.handle_timeout(due, &mut h.out);
+    assert_eq!(h.accepted(), vec![2], "the radio has room again");
+    // A radio that holds frames is trusted to send them: nothing is forgotten.
+    h.scheduler.handle_radio(due, 0, 3, &mut h.out);
+    h.arrive(due, 3, 1);
+    h.scheduler.handle_timeout(due + 10_000 * MS, &mut h.out);
+    assert!(h.take().is_empty());
+}
+
+#[test]
 fn fq_drops_arrivals_beyond_the_flow_limit_and_the_total() {
     let mut h = Harness::new(Config { flow_limit: 3, total_limit: 5, ..config(Mode::FairQueue) });
     h.scheduler.handle_radio(0, 0, 50, &mut h.out); // a full radio: nothing leaves
