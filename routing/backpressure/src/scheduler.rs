@@ -356,13 +356,22 @@ impl Scheduler {
         };
         self.radio.completed = Some(completed);
         for _ in 0..left {
-            let Some((entry, _)) = self.radio.below.pop_front() else { break };
-            if let Some(slot) = entry {
-                let flow = self.flow_mut(slot);
-                flow.in_radio = flow.in_radio.saturating_sub(1);
+            if !self.pop_below() {
+                break;
             }
         }
         self.release(now, out);
+    }
+
+    /// Takes the oldest released packet off the radio's account; false when
+    /// none is listed.
+    fn pop_below(&mut self) -> bool {
+        let Some((entry, _)) = self.radio.below.pop_front() else { return false };
+        if let Some(slot) = entry {
+            let flow = self.flow_mut(slot);
+            flow.in_radio = flow.in_radio.saturating_sub(1);
+        }
+        true
     }
 
     /// True while the radio's progress matters: packets wait for room, or
@@ -629,15 +638,8 @@ impl Scheduler {
         if self.radio.queue_len > 0 {
             return; // they may be waiting in it
         }
-        while let Some(&(entry, released)) = self.radio.below.front() {
-            if released + LOST_BELOW_AFTER > now {
-                break;
-            }
-            self.radio.below.pop_front();
-            if let Some(slot) = entry {
-                let flow = self.flow_mut(slot);
-                flow.in_radio = flow.in_radio.saturating_sub(1);
-            }
+        while self.radio.below.front().is_some_and(|(_, released)| released + LOST_BELOW_AFTER <= now) {
+            self.pop_below();
         }
     }
 
