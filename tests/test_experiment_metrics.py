@@ -1,10 +1,11 @@
 """Metrics from tool outputs, by hand: TCP goodput from tcp_info samples,
-radio counter deltas, the lateness flag, flattening for CSV."""
+radio and kernel counter deltas, the lateness flag, flattening for CSV."""
 
 from __future__ import annotations
 
 import pytest
 
+from meshemu import kernelstats
 from meshemu.experiment import metrics
 from meshemu.experiment.results import flatten_record
 
@@ -97,6 +98,40 @@ def test_medium_metrics_are_deltas_with_derived_figures():
     assert total["rts_per_frame"] == pytest.approx(138 / 100)
 
 
+SNMP = """\
+Ip: Forwarding DefaultTTL InReceives InHdrErrors ForwDatagrams OutNoRoutes
+Ip: 1 64 120 0 40 0
+Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens CurrEstab OutSegs
+Tcp: 1 200 120000 -1 2 1 75
+IpExt: InNoRoutes InTruncatedPkts
+IpExt: 3 0
+"""
+
+
+def test_kernel_counters_parse_to_groups_of_the_non_zero_ones():
+    assert kernelstats.parse(SNMP) == {
+        "Ip": {"Forwarding": 1, "DefaultTTL": 64, "InReceives": 120, "ForwDatagrams": 40},
+        "Tcp": {"RtoAlgorithm": 1, "RtoMin": 200, "RtoMax": 120000, "MaxConn": -1, "ActiveOpens": 2,
+                "CurrEstab": 1, "OutSegs": 75},
+        "IpExt": {"InNoRoutes": 3}}
+    with pytest.raises(ValueError, match="do not pair up"):
+        kernelstats.parse("Ip: Forwarding DefaultTTL\nIp: 1\n")
+    with pytest.raises(ValueError, match="do not pair up"):
+        kernelstats.parse("Ip: Forwarding\nTcp: 1\n")
+
+
+def test_kernel_metrics_are_per_node_deltas_without_settings_and_their_sums():
+    before = {"n0": kernelstats.parse(SNMP), "n1": {}}
+    after = {"n0": {"Ip": {"Forwarding": 1, "DefaultTTL": 64, "InReceives": 150, "ForwDatagrams": 40},
+                    "Tcp": {"RtoMin": 200, "CurrEstab": 0, "OutSegs": 90}, "IpExt": {"InNoRoutes": 5}},
+             "n1": {"Ip": {"ForwDatagrams": 12}, "IpExt": {"InNoRoutes": 1}}}
+    moved = kernelstats.metrics(before, after)
+    assert moved["nodes"] == {"n0": {"Ip": {"InReceives": 30}, "Tcp": {"OutSegs": 15}, "IpExt": {"InNoRoutes": 2}},
+                              "n1": {"Ip": {"ForwDatagrams": 12}, "IpExt": {"InNoRoutes": 1}}}
+    assert moved["total"] == {"Ip": {"InReceives": 30, "ForwDatagrams": 12}, "Tcp": {"OutSegs": 15},
+                              "IpExt": {"InNoRoutes": 3}}
+
+
 def test_behind_real_time_bounds():
     assert not metrics.behind_real_time({"count": 10, "p99_ns": 900_000, "max_ns": 9_000_000})
     assert metrics.behind_real_time({"count": 10, "p99_ns": 1_100_000, "max_ns": 2_000_000})
@@ -120,12 +155,14 @@ def test_records_flatten_with_flows_by_name():
               "behind_real_time": False, "duration_s": 12.0, "lateness": {"p99_ns": 5, "max_ns": 9},
               "metrics": {"flows": [{"name": "tcp", "goodput_bps": 1.0, "rtt_ms": {"mean": 3.0}}],
                           "medium": {"total": {"retry_drops": 4, "rts_attempts_hist": [1, 2]}},
-                          "routing": {"control_bytes": 0}}}
+                          "routing": {"control_bytes": 0},
+                          "kernel": {"nodes": {}, "total": {"Ip": {"ForwDatagrams": 7}}}}}
     row = flatten_record(record)
     assert row["params.topology.generate.n"] == 3 and row["seed"] == 2
     assert row["flows.tcp.goodput_bps"] == 1.0 and row["flows.tcp.rtt_ms.mean"] == 3.0
     assert row["medium.retry_drops"] == 4 and row["medium.rts_attempts_hist"] == "[1, 2]"
     assert row["routing.control_bytes"] == 0 and row["lateness.p99_ns"] == 5
+    assert row["kernel.Ip.ForwDatagrams"] == 7
 
 
 def test_the_flows_of_a_group_add_up_where_every_one_has_the_figure():

@@ -113,6 +113,9 @@ measure: {capture: true, sim_reference: true, drain: 2s}
     assert total["tx_data_frames"] > 100 and total["rts_attempts"] >= total["tx_data_frames"]
     assert 0 < total["busy_fraction"] < 1 and total["backoffs_per_s"] > 0
     assert record["metrics"]["routing"] == {"control_bytes": 0, "control_packets": 0, "normalized_overhead": 0.0}
+    # The relay's kernel forwarded every datagram that arrived, and TCP's segments both ways.
+    forwarded = record["metrics"]["kernel"]["nodes"]["n1"]["Ip"]["ForwDatagrams"]
+    assert forwarded >= udp["packets_received"] + tcp["bytes_acked"] / tcp["mss"], forwarded
     assert record["lateness"]["count"] > 0 and isinstance(record["behind_real_time"], bool)
     # The runner's own CPU: bringing a lab up takes some (Python, `ip netns exec` helpers); a 12 s run
     # takes less than its length (a fraction of one core).

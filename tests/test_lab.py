@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOPOLOGIES, namespaces
-from meshemu import arptable, procs
+from meshemu import arptable, kernelstats, procs
 from meshemu.errors import MediumError
 from meshemu.lab import Lab
 from meshemu.state import BY_NETNS, RUN_ROOT, read_state
@@ -209,6 +209,19 @@ def test_python_api(chain):
     sleeper.wait()
     links = lab.links()
     assert any(link["a"] == 0 and link["b"] == 1 and link["in_rx_range"] for link in links["links"])
+
+
+def test_kernel_counters_count_what_each_node_forwarded(chain):
+    """`Lab.kernel_counters` reads each node's own MIBs: three pings across
+    three hops are forwarded by both relays both ways, and by no one else."""
+    lab = Lab.attach(CHAIN)
+    before = lab.kernel_counters()
+    ping = lab["n0"].run(["ping", "-c", "3", "-i", "0.2", "-W", "3", lab["n3"].ip], check=True)
+    moved = kernelstats.metrics(before, lab.kernel_counters())["nodes"]
+    assert "3 received" in ping.stdout, ping.stdout
+    forwarded = {node: counters.get("Ip", {}).get("ForwDatagrams", 0) for node, counters in moved.items()}
+    assert forwarded == {"n0": 0, "n1": 6, "n2": 6, "n3": 0, "n4": 0, "n5": 0, "n6": 0, "n7": 0}
+    assert moved["n0"]["Icmp"]["OutEchos"] == 3 and moved["n3"]["Icmp"]["OutEchoReps"] == 3
 
 
 def test_the_nodes_share_one_hosts_file(chain):

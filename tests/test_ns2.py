@@ -141,6 +141,21 @@ def test_seeds_ns2_cannot_take_are_hashed_into_its_range():
         assert ns2_scenario.ns2_seed(seed) == ns2_scenario.ns2_seed(seed)
 
 
+def test_a_replicate_reseeds_ns2s_rng_and_nothing_else(write):
+    """A replicate is another draw of ns-2's own randomness (MAC backoff,
+    routing jitter) in the same scenario: nodes, moves and traffic stay."""
+    [run] = plan(write, CHAIN.replace("  generate: {kind: chain, n: 3, spacing: 200m}", """\
+  area: {min: [0m, 0m], max: [600m, 300m]}
+  generate: {kind: random, n: 6}
+  mobility: {model: random_waypoint, speed: [1m/s, 5m/s], pause: 0s}""")).runs
+    paths = trajectories(run)
+    own = ns2_scenario.scenario(run, paths, "own").tcl.splitlines()
+    other = ns2_scenario.scenario(run, paths, "own", replicate=7).tcl.splitlines()
+    changed = [(a, b) for a, b in zip(own, other) if a != b]
+    assert len(own) == len(other) and changed == [
+        ("$defaultRNG seed 3 ;# the run's seed 3", "$defaultRNG seed 7 ;# the run's seed 3, replicate 7")]
+
+
 @needs_ns
 def test_ns2_runs_the_chain_and_the_trace_gives_the_flows(write, tmp_path):
     [run] = plan(write, CHAIN).runs

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import arptable, medium, procs, queueing, routing
+from . import arptable, kernelstats, medium, procs, queueing, routing
 from .backends import LabBackend, TapLabBackend, backend_of
 from .choices import only_in_ns2
 from .errors import LabError, MeshemuError
@@ -383,6 +383,11 @@ class Lab:
             self[node]  # a clear error for an unknown name
             return self.control("stats", node=node, peers=peers)["nodes"]
         return self.control("stats", peers=peers)["nodes"]
+
+    def kernel_counters(self) -> dict[str, kernelstats.Counters]:
+        """Each node's kernel counters, {node name: {MIB group: {counter:
+        value}}}, the non-zero ones (`meshemu.kernelstats`)."""
+        return kernelstats.read({node.name: node.netns for node in self})
 
     def positions(self) -> dict[str, list[float]]:
         return self.control("positions")["nodes"]

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import medium, procs, routing
+from .. import kernelstats, medium, procs, queueing, routing
 from ..choices import Aodv
 from ..errors import MeshemuError
 from ..lab import Lab, Node, Process
-from .. import queueing
 from ..sim import scenario as sim_scenario
 from ..view import flows as view_flows
 from ..view.record import RECORD_FILE, Recorder
@@ -402,7 +401,8 @@ class Execution:
             for when_ns, action, flow in self._schedule():
                 self._sleep_until(when_ns / NS)
                 if action == "snapshot":
-                    snapshots.append({"t_s": self.elapsed_s(), "nodes": lab.stats(peers=False)})
+                    snapshots.append({"t_s": self.elapsed_s(), "nodes": lab.stats(peers=False),
+                                      "kernel": lab.kernel_counters()})
                 elif action == "start":
                     assert flow is not None
                     self._start_client(lab, flow)
@@ -517,6 +517,7 @@ class Execution:
         result: dict[str, Any] = {
             "flows": flows,
             "medium": metrics.medium_metrics(warm["nodes"], end["nodes"], seconds),
+            "kernel": kernelstats.metrics(warm["kernel"], end["kernel"]),
         }
         delivered = metrics.delivered_data_packets(flows)
         result["routing"] = None if control is None else {

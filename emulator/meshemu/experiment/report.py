@@ -42,8 +42,9 @@ MARKERS = ["o", "s", "^", "D", "v", "x", "+", "*"]
 HOPS = "hops"
 # The parameter that tells the drivers apart (it is no path of the file).
 DRIVER = "driver"
-# Where a flat row's metrics are: per flow, per group of flows (src: all), the medium's totals, routing.
-METRIC_PREFIXES = ("flows.", "groups.", "medium.", "routing.")
+# Where a flat row's metrics are: per flow, per group of flows (src: all), the medium's totals, routing,
+# the nodes' kernel counters summed.
+METRIC_PREFIXES = ("flows.", "groups.", "medium.", "routing.", "kernel.")
 # The host a run ran on (meshemu run --cluster): a parameter when asked for, e.g. --group host.
 HOST = "host"
 

@@ -129,7 +129,8 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 def flatten_record(record: dict[str, Any]) -> dict[str, Any]:
     """A record as one flat row: run_id, driver, params.*, seed, the run's flags, then
     metrics with flows keyed by their name (`flows.f0.goodput_bps`) and the
-    medium's totals (`medium.retry_drops`); per-node counters stay in the JSON."""
+    medium's and the kernels' totals (`medium.retry_drops`, `kernel.Ip.ForwDatagrams`);
+    per-node counters stay in the JSON."""
     row: dict[str, Any] = {"run_id": record["run_id"], "experiment": record.get("experiment"),
                            "driver": record.get("driver", DEFAULT_DRIVER), "host": record.get("host")}
     row.update(flatten(record.get("params", {}), "params"))
@@ -147,6 +148,7 @@ def flatten_record(record: dict[str, Any]) -> dict[str, Any]:
     row.update(flatten(group_totals(metrics.get("flows", [])), "groups"))
     row.update(flatten((metrics.get("medium") or {}).get("total", {}), "medium"))
     row.update(flatten(metrics.get("routing") or {}, "routing"))
+    row.update(flatten((metrics.get("kernel") or {}).get("total", {}), "kernel"))
     return row
 
 

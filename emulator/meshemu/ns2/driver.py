@@ -52,8 +52,9 @@ def ns_version(program: str) -> dict[str, Any]:
 
 class Ns2Execution:
     def __init__(self, run: Run, artefacts: Path, program: str, version: dict[str, Any], stop: threading.Event,
-                 title: str):
+                 title: str, replicate: int | None = None):
         self.run = run
+        self.replicate = replicate  # ns-2's RNG seeded otherwise (scenario.scenario)
         self.dir = artefacts
         self.program = program
         self.version = version
@@ -73,7 +74,7 @@ class Ns2Execution:
         started = time.time()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.phase = "writing the scenario"
-        written = ns2_scenario.scenario(run, self._trajectories(), self.title)
+        written = ns2_scenario.scenario(run, self._trajectories(), self.title, self.replicate)
         (self.dir / ns2_scenario.SCENARIO_FILE).write_text(written.tcl)
         self.phase = "simulating"
         self._simulate()

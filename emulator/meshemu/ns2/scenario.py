@@ -310,14 +310,19 @@ def _sampler(name: str, role: str, variables: tuple[str, ...]) -> list[str]:
             "}"]
 
 
-def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str) -> Scenario:
+def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str,
+             replicate: int | None = None) -> Scenario:
     """The Tcl scenario of `run`; `trajectories[i]` is node i's path
-    (`meshemu-medium mobility`, or its position alone when static)."""
+    (`meshemu-medium mobility`, or its position alone when static).
+    `replicate` seeds ns-2's RNG (MAC backoff, routing jitter) in place of
+    the run's seed: the same nodes, moves and traffic, another draw of
+    ns-2's own randomness (experiments/validation/ns2/replicates.py)."""
     medium = run.topology.medium
     names = [node["name"] for node in medium["nodes"]]
     radio = medium["nodes"][0]["radio"]
     routing = run.topology.routing_choice.name
     seed = ns2_seed(medium["seed"])
+    rng_seed = seed if replicate is None else ns2_seed(replicate)
     end_ns = run.duration_ns + run.measure["drain"]
     shift, size = _placement(trajectories)
     propagation, propagation_facts = _propagation(radio, seed)
@@ -333,7 +338,8 @@ def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str) -
     lines += _radio_defaults(radio, routing)
     lines += ["",
               "set ns [new Simulator]",
-              f"$defaultRNG seed {seed} ;# the run's seed {medium['seed']}",
+              f"$defaultRNG seed {rng_seed} ;# the run's seed {medium['seed']}"
+              + ("" if replicate is None else f", replicate {replicate}"),
               f"set tracefile [open {TRACE_FILE} w]",
               "$ns trace-all $tracefile",
               f"set samples [open {SAMPLES_FILE} w]",
@@ -380,7 +386,7 @@ def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str) -
     lines += ['$ns at 0.0 "progress"',
               f'$ns at {_number(end_ns / NS)} "finish"',
               "$ns run"]
-    facts = {"seed": seed, "routing_agent": ROUTING_AGENTS[routing], "queue": queue, **propagation_facts,
+    facts = {"seed": rng_seed, **({} if replicate is None else {"replicate": replicate}), "routing_agent": ROUTING_AGENTS[routing], "queue": queue, **propagation_facts,
              "rts_threshold": rts_threshold(radio), "shift_m": list(shift),
              "flows": {setup.name: setup.as_json() for setup in setups}}
     return Scenario("\n".join(lines) + "\n", setups, end_ns, facts)

@@ -175,6 +175,8 @@ pub struct Totals {
     pub shutdown_dropped: u64,
     /// Flows forgotten after being idle (their counters stay in the totals).
     pub flows_expired: u64,
+    /// Released packets the radio never got, forgotten after LOST_BELOW_AFTER.
+    pub lost_below: u64,
 }
 
 #[derive(Debug)]
@@ -640,6 +642,7 @@ impl Scheduler {
         }
         while self.radio.below.front().is_some_and(|(_, released)| released + LOST_BELOW_AFTER <= now) {
             self.pop_below();
+            self.totals.lost_below += 1;
         }
     }
 

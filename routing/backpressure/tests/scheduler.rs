@@ -131,6 +131,7 @@ fn a_released_packet_the_radio_never_gets_stops_holding_it_full() {
     assert!(h.take().is_empty(), "a packet may wait seconds for its neighbour's address");
     h.scheduler.handle_timeout(due, &mut h.out);
     assert_eq!(h.accepted(), vec![2], "the radio has room again");
+    assert_eq!(h.scheduler.totals().lost_below, 1);
     // A radio that holds frames is trusted to send them: nothing is forgotten.
     h.scheduler.handle_radio(due, 0, 3, &mut h.out);
     h.arrive(due, 3, 1);
