@@ -9,8 +9,9 @@ relay forwarded (Ip ForwDatagrams), and how a sender's TCP recovered
 (TcpExt TCPTimeouts, TCPSpuriousRTOs, TCPLossUndo, ...).
 
 A thread of its own enters each namespace in turn (setns acts on the
-calling thread alone) and reads the files through /proc/thread-self: a
-snapshot of a few hundred nodes takes milliseconds and starts no process.
+calling thread alone) and reads the files through /proc/thread-self,
+starting no process: about 0.1 ms a node (grid13's 169 idle nodes in
+17.5-19.3 ms, random100 in 10.1-11.3 ms, 20 reads each, 2026-11-28).
 """
 
 from __future__ import annotations
