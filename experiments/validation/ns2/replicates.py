@@ -5,10 +5,10 @@ so that a cell the lab ran several times, whose runs differ in their
 timing, can be set beside as many draws of ns-2 rather than its one run:
 
     python experiments/validation/ns2/replicates.py EXPERIMENT.yaml [--only PARAM=VALUE ...]
-        [--set PATH=VALUE ...] [--replicates N] [--metric goodput_bps] [--jobs 2]
+        [--set PATH=VALUE ...] [--replicates N] [--metric goodput_bps ...] [--jobs 2]
 
-One line per planned run and flow: the metric's min / median / max over
-the replicates and every value in replicate order. The replicate equal to
+One line per planned run, flow and metric (`--metric` again for more): its
+min / median / max over the replicates and every value in replicate order. The replicate equal to
 the run's seed is `meshemu run --driver ns2`'s own run. The runs' artefacts
 go to a temporary directory, removed at the end.
 """
@@ -43,9 +43,11 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[], metavar="PARAM=VALUE")
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="PATH=VALUE")
     parser.add_argument("--replicates", type=int, default=10, help="ns-2 seeds 1..N for each run (default 10)")
-    parser.add_argument("--metric", default="goodput_bps", help="a flow's figure (default goodput_bps)")
+    parser.add_argument("--metric", action="append", dest="metrics", metavar="METRIC",
+                        help="a flow's figure, e.g. rto_events (default goodput_bps; again for more)")
     parser.add_argument("--jobs", type=int, default=2, help="ns processes at a time (default 2)")
     args = parser.parse_args()
+    wanted = args.metrics or ["goodput_bps"]
     plan = experiment_plan.load_experiment(args.file, overrides=args.overrides, driver=NS2)
     runs = select_runs(plan, args.only)
     program = Tools.find(runs)[NS2_PROGRAM]
@@ -59,13 +61,14 @@ def main() -> None:
                        for number in numbers]
             flows = [future.result() for future in futures]
             for index, flow in enumerate(flows[0]):
-                values = [replicate[index].get(args.metric) for replicate in flows]
-                if any(value is None for value in values):
-                    print(f"{run.label()} {flow['name']}: no {args.metric}")
-                    continue
-                print(f"{run.label()} {flow['name']} {args.metric}, ns-2 seeds 1-{args.replicates}: "
-                      f"{min(values):.6g} / {statistics.median(values):.6g} / {max(values):.6g}; "
-                      + ", ".join(f"{value:.6g}" for value in values))
+                for metric in wanted:
+                    values = [replicate[index].get(metric) for replicate in flows]
+                    if any(value is None for value in values):
+                        print(f"{run.label()} {flow['name']}: no {metric}")
+                        continue
+                    print(f"{run.label()} {flow['name']} {metric}, ns-2 seeds 1-{args.replicates}: "
+                          f"{min(values):.6g} / {statistics.median(values):.6g} / {max(values):.6g}; "
+                          + ", ".join(f"{value:.6g}" for value in values))
 
 
 if __name__ == "__main__":
