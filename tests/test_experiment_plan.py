@@ -291,3 +291,21 @@ traffic:
     assert "traffic[1].min_rto: min_rto is a setting of the node (net.ipv4.tcp_rto_min_us): flow a sets it " \
            "otherwise on n0" in found
     assert "traffic[2].min_rto: at least 1 us" in found
+
+
+def test_the_windows_edges_are_their_own_snapshots_beside_the_interval_ones(write, tmp_path):
+    """The record's counters span warm-up end to end, read at `edge`
+    snapshots; `stats_interval` adds others, which must not stand in for an
+    edge even when one falls a second before it."""
+    import threading
+
+    from meshemu.experiment.execute import Execution, Tools
+
+    [run] = plan(write, CHAIN.replace("warmup: 2s", "warmup: 5s\nmeasure: {stats_interval: 1s}") + """\
+traffic:
+  - {kind: udp, src: n0, dst: n1, rate: 100kbps, packet: 500B}
+""").runs
+    schedule = Execution(run, "x", tmp_path, Tools(), threading.Event())._schedule()
+    snapshots = [(when // 10**9, action) for when, action, _ in schedule if action in ("snapshot", "edge")]
+    assert [when for when, action in snapshots if action == "edge"] == [5, 20]
+    assert [when for when, action in snapshots if action == "snapshot"] == [s for s in range(1, 20) if s != 5]

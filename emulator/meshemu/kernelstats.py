@@ -10,8 +10,10 @@ relay forwarded (Ip ForwDatagrams), and how a sender's TCP recovered
 
 A thread of its own enters each namespace in turn (setns acts on the
 calling thread alone) and reads the files through /proc/thread-self,
-starting no process: about 0.1 ms a node (grid13's 169 idle nodes in
-17.5-19.3 ms, random100 in 10.1-11.3 ms, 20 reads each, 2026-11-28).
+starting no process: about 0.1 ms a node (`Lab.kernel_counters()` timed
+20 times on idle labs of topologies/grid13.yaml, 17.5-19.3 ms, and
+random100.yaml, 10.1-11.3 ms, alone on the machine, 2026-11-28). A run
+reads them at the window's two edges only.
 """
 
 from __future__ import annotations

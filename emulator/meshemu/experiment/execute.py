@@ -400,9 +400,11 @@ class Execution:
             self.phase = "running"
             for when_ns, action, flow in self._schedule():
                 self._sleep_until(when_ns / NS)
-                if action == "snapshot":
-                    snapshots.append({"t_s": self.elapsed_s(), "nodes": lab.stats(peers=False),
-                                      "kernel": lab.kernel_counters()})
+                if action in ("snapshot", "edge"):
+                    snapshot = {"t_s": self.elapsed_s(), "nodes": lab.stats(peers=False)}
+                    if action == "edge":  # the window's edges: what the record's counters span
+                        snapshot |= {"window_edge": True, "kernel": lab.kernel_counters()}
+                    snapshots.append(snapshot)
                 elif action == "start":
                     assert flow is not None
                     self._start_client(lab, flow)
@@ -450,9 +452,11 @@ class Execution:
         return clock
 
     def _schedule(self) -> list[tuple[int, str, Flow | None]]:
-        """(run time ns, action, flow), in order; snapshots come first at equal times."""
+        """(run time ns, action, flow), in order; snapshots come first at equal
+        times. The window's edges are `edge` snapshots, the others (every
+        `stats_interval`) `snapshot`."""
         run = self.run
-        events: list[tuple[int, int, str, Flow | None]] = [(run.warmup_ns, 0, "snapshot", None)]
+        events: list[tuple[int, int, str, Flow | None]] = [(run.warmup_ns, 0, "edge", None)]
         interval = run.measure.get("stats_interval")
         if interval:
             events += [(t, 0, "snapshot", None) for t in range(interval, run.duration_ns, interval) if t != run.warmup_ns]
@@ -460,7 +464,7 @@ class Execution:
             events.append((flow.start_ns - self._lead_ns(flow), 1, "start", flow))
             if flow.kind == "command" and flow.options["stop_given"]:
                 events.append((flow.stop_ns, 1, "stop", flow))
-        events.append((run.duration_ns, 2, "snapshot", None))
+        events.append((run.duration_ns, 2, "edge", None))
         return [(when, action, flow) for when, _, action, flow in sorted(events, key=lambda e: (e[0], e[1]))]
 
     @staticmethod
@@ -504,11 +508,11 @@ class Execution:
         failures = [text for text in (self._failure(s) for s in self.started) if text]
         if failures:
             raise RunFailed("; ".join(failures))
-        if len(snapshots) < 2:
-            raise RunFailed("the radio counters were not read at warm-up end and at the end")
+        edges = [snapshot for snapshot in snapshots if snapshot.get("window_edge")]
+        if len(edges) != 2:
+            raise RunFailed("the counters were not read at warm-up end and at the end")
         (self.dir / "stats.jsonl").write_text("".join(json.dumps(s) + "\n" for s in snapshots))
-        warm = next(s for s in snapshots if abs(s["t_s"] - run.warmup_ns / NS) < 5.0)
-        end = snapshots[-1]
+        warm, end = edges
         seconds = (run.duration_ns - run.warmup_ns) / NS
         flows = [self._flow_metrics(flow) for flow in run.flows]
         errors = [f"flow {flow['name']}: {flow['error']}" for flow in flows if "error" in flow]

@@ -386,7 +386,8 @@ def scenario(run: "Run", trajectories: list[list[dict[str, Any]]], title: str,
     lines += ['$ns at 0.0 "progress"',
               f'$ns at {_number(end_ns / NS)} "finish"',
               "$ns run"]
-    facts = {"seed": rng_seed, **({} if replicate is None else {"replicate": replicate}), "routing_agent": ROUTING_AGENTS[routing], "queue": queue, **propagation_facts,
+    facts = {"seed": rng_seed, **({} if replicate is None else {"replicate": replicate}),
+             "routing_agent": ROUTING_AGENTS[routing], "queue": queue, **propagation_facts,
              "rts_threshold": rts_threshold(radio), "shift_m": list(shift),
              "flows": {setup.name: setup.as_json() for setup in setups}}
     return Scenario("\n".join(lines) + "\n", setups, end_ns, facts)

@@ -8,9 +8,9 @@ timing, can be set beside as many draws of ns-2 rather than its one run:
         [--set PATH=VALUE ...] [--replicates N] [--metric goodput_bps ...] [--jobs 2]
 
 One line per planned run, flow and metric (`--metric` again for more): its
-min / median / max over the replicates and every value in replicate order. The replicate equal to
-the run's seed is `meshemu run --driver ns2`'s own run. The runs' artefacts
-go to a temporary directory, removed at the end.
+min / median / max over the replicates and every value in replicate order.
+The replicate equal to the run's seed is `meshemu run --driver ns2`'s own
+run. The runs' artefacts go to a temporary directory, removed at the end.
 """
 
 from __future__ import annotations
