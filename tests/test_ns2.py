@@ -533,6 +533,42 @@ def test_min_rto_and_timestamps_are_ns2s_minrto_and_timestamps(write):
     assert "minrto_" not in tcl and "timestamps_" not in tcl
 
 
+@needs_ns
+def test_ns2_agent_linux_runs_linuxs_congestion_control_in_agent_tcp_linux(write, tmp_path):
+    [run] = plan(write, CHAIN.replace("cc: sack, mss: 1000B", "cc: cubic, ns2_agent: linux, mss: 1000B")).runs
+    written = write_and_run(run, tmp_path)
+    # SACK unset is the lab's default, on: the agent's SACK receiver.
+    assert "set src_(bulk) [new Agent/TCP/Linux]" in written.tcl and "$src_(bulk) select_ca cubic" in written.tcl
+    assert "set dst_(bulk) [new Agent/TCPSink/Sack1/DelAck]" in written.tcl
+    assert written.facts["flows"]["bulk"]["congestion"] == "cubic"
+    samples = read_samples(tmp_path / ns2_scenario.SAMPLES_FILE)
+    reader = TraceReader(written.flows, samples.ports, 3, (run.warmup_ns, run.duration_ns))
+    reader.read(tmp_path / ns2_scenario.TRACE_FILE)
+    assert reader.tcp_metrics("bulk", samples.tcp["bulk"], "cubic")["goodput_bps"] > 100_000
+    [run] = plan(write, CHAIN.replace("cc: sack, mss: 1000B", "cc: reno, ns2_agent: linux, sack: false")).runs
+    assert "set dst_(bulk) [new Agent/TCPSink/DelAck]" in ns2_scenario.scenario(run, trajectories(run), "t").tcl
+
+
+@needs_ns
+def test_every_congestion_control_the_linux_agent_is_given_is_one_ns2_has(tmp_path):
+    # select_ca of an unknown name falls back to Reno, saying so only in ns-2's output.
+    script = ["set ns [new Simulator]"]
+    for index, name in enumerate(ns2_scenario.LINUX_CCS + ("no-such-cc",)):
+        script += [f"set tcp{index} [new Agent/TCP/Linux]", f"$tcp{index} select_ca {name}"]
+    result = subprocess.run([NS], input="\n".join(script + ["exit"]) + "\n", capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path)
+    unknown = [line for line in result.stdout.splitlines() if ns2_scenario.UNKNOWN_CC in line]
+    assert unknown == [f"{ns2_scenario.UNKNOWN_CC} no-such-cc as a congestion control algorithm"]
+
+
+def test_ns2_agent_linux_refuses_what_linux_26_lacks_and_classic_points_to_it(write):
+    found = "\n".join(problems(write, CHAIN.replace("cc: sack, mss: 1000B", "cc: bbr, ns2_agent: linux")))
+    assert ("traffic[1].cc: ns-2's Agent/TCP/Linux has the congestion controls reno, cubic" in found
+            and "not cc 'bbr'" in found)
+    found = "\n".join(problems(write, CHAIN.replace("cc: sack, mss: 1000B", "cc: westwood")))
+    assert "not cc 'westwood' (ns2_agent: linux runs Linux's westwood in Agent/TCP/Linux)" in found
+
+
 def test_single_hop_static_flows_run_over_dumbagent(write, tmp_path):
     [run] = plan(write, """\
 topology:

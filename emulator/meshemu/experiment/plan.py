@@ -468,8 +468,9 @@ class _Traffic:
                     self.problem(path + ("cc",), message + " (and Linux has no congestion control of that name)")
             if entry.min_rto is not None and entry.min_rto < 1000:
                 self.problem(path + ("min_rto",), "at least 1 us (net.ipv4.tcp_rto_min_us counts microseconds)")
-            # min_rto and timestamps only when given, so the runs of files without them keep their ids.
-            given = {key: value for key, value in (("min_rto", entry.min_rto), ("timestamps", entry.timestamps))
+            # Options added later only when given, so the runs of files without them keep their ids.
+            given = {key: value for key, value in (("min_rto", entry.min_rto), ("timestamps", entry.timestamps),
+                                                   ("ns2_agent", entry.ns2_agent))
                      if value is not None}
             return {"cc": entry.cc, "mss": entry.mss, "window": entry.window, "sack": entry.sack,
                     "delayed_ack": entry.delayed_ack, **given}

@@ -89,6 +89,9 @@ class TcpTraffic(Endpoints):
     delayed_ack: OnOff | None = None
     min_rto: PositiveDuration | None = None  # the sender's: net.ipv4.tcp_rto_min_us there, ns-2's minrto_
     timestamps: bool | None = None  # net.ipv4.tcp_timestamps at both ends, ns-2's timestamps_
+    # Which ns-2 sender runs the flow under --driver ns2: its classic agents (Reno, Newreno, Vegas, Sack1)
+    # or Agent/TCP/Linux (Linux 2.6's congestion controls); labs always run their kernel's TCP.
+    ns2_agent: Literal["classic", "linux"] | None = None
 
 
 class UdpTraffic(Endpoints):

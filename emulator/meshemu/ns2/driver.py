@@ -119,6 +119,8 @@ class Ns2Execution:
         if status != 0:
             tail = (self.dir / LOG_FILE).read_text(errors="replace").strip().splitlines()[-8:]
             raise RunFailed(f"ns exited with {status}: " + (" | ".join(tail) or "no output"))
+        if ns2_scenario.UNKNOWN_CC in (self.dir / LOG_FILE).read_text(errors="replace"):
+            raise RunFailed(f"ns-2 does not know a flow's congestion control (see {self.dir / LOG_FILE})")
 
     def _metrics(self, reader: TraceReader, samples: Samples, written: ns2_scenario.Scenario,
                  names: list[str]) -> dict[str, Any]:

@@ -35,7 +35,10 @@ value here has an ns-2 counterpart:
 - tcp: one bulk FTP transfer over Agent/TCP/Reno, Newreno, Vegas or Sack1
   (cc: sack, or reno with sack: true) to TCPSink (Sack1 for SACK, DelAck
   variants for delayed ACKs; unset: ns-2's defaults, no SACK and an ACK per
-  segment, where a lab's kernel has both on); packetSize_
+  segment, where a lab's kernel has both on); with ns2_agent: linux, over
+  Agent/TCP/Linux running Linux 2.6's congestion control `cc` (select_ca)
+  to TCPSink/Sack1 unless sack: false (the agent is built for a SACK
+  receiver, and a lab's kernel has SACK on); packetSize_
   is the MSS (default 1460, the lab's on a 1500-byte MTU: ns-2's 40-byte
   TCP/IP header makes 1500-byte packets), window_ the window in packets
   where given (else ns-2's 20), minrto_ the flow's min_rto and timestamps_
@@ -61,6 +64,15 @@ SAMPLES_FILE = "samples.txt"
 TCP_AGENTS = {"reno": "Agent/TCP/Reno", "newreno": "Agent/TCP/Newreno", "vegas": "Agent/TCP/Vegas",
               "sack": "Agent/TCP/Sack1"}
 SACK_AGENT = "Agent/TCP/Sack1"
+LINUX_AGENT = "Agent/TCP/Linux"
+# The Linux congestion controls Debian's ns-2.35 builds into Agent/TCP/Linux
+# (its tcp/linux/src; besides them only naive_reno, ns-2's own). `select_ca`
+# of another name falls back to Reno with only a line in ns-2's output, so
+# names are checked when the file is planned.
+LINUX_CCS = ("reno", "cubic", "bic", "highspeed", "htcp", "hybla", "illinois", "lp", "scalable", "vegas", "veno",
+             "westwood", "yeah", "compound")
+# What ns-2 prints when `select_ca` does not know the name.
+UNKNOWN_CC = "Error: do not find"
 # Congestion controls that ns-2's SACK agent is with SACK on: Sack1 is Reno with SACK.
 SACK_CCS = ("reno", "sack")
 # The lab's MSS on its 1500-byte MTU.
@@ -104,9 +116,11 @@ class FlowSetup:
     window_ns: tuple[int, int]  # [max(warmup, start), stop]
     min_rto_s: float | None = None  # TCP minrto_; None: ns-2's default
     timestamps: bool | None = None  # TCP timestamps_; None: ns-2's default (off)
+    congestion: str | None = None  # Agent/TCP/Linux's congestion control (select_ca)
 
     def as_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "sink": self.sink, "packet_size": self.packet,
+                **({"congestion": self.congestion} if self.congestion is not None else {}),
                 **({"window": self.window} if self.kind == "tcp" else {}),
                 **({"min_rto": self.min_rto_s} if self.min_rto_s is not None else {}),
                 **({"timestamps": self.timestamps} if self.timestamps is not None else {})}
@@ -250,13 +264,17 @@ def _flow_setup(run: "Run", flow: "Flow", names: list[str], routing_agent: str) 
         return FlowSetup(flow.name, "udp", src, dst, "Agent/UDP", "Agent/LossMonitor", payload,
                          payload + headers, None, window_ns)
     options = flow.options
-    agent = SACK_AGENT if options["sack"] else TCP_AGENTS[options["cc"]]
-    sink = "Agent/TCPSink" + ("/Sack1" if agent == SACK_AGENT else "") + ("/DelAck" if options["delayed_ack"] else "")
+    if options.get("ns2_agent") == "linux":
+        agent, congestion, sack = LINUX_AGENT, options["cc"], options["sack"] is not False
+    else:
+        agent, congestion = SACK_AGENT if options["sack"] else TCP_AGENTS[options["cc"]], None
+        sack = agent == SACK_AGENT
+    sink = "Agent/TCPSink" + ("/Sack1" if sack else "") + ("/DelAck" if options["delayed_ack"] else "")
     mss = options["mss"] or DEFAULT_MSS
     window = max(1, round(options["window"] / mss)) if options["window"] else None
     min_rto = options["min_rto"] / NS if "min_rto" in options else None
     return FlowSetup(flow.name, "tcp", src, dst, agent, sink, mss, mss, window, window_ns, min_rto,
-                     options.get("timestamps"))
+                     options.get("timestamps"), congestion)
 
 
 def _flow_lines(run: "Run", setup: FlowSetup, flow: "Flow") -> list[str]:
@@ -267,6 +285,8 @@ def _flow_lines(run: "Run", setup: FlowSetup, flow: "Flow") -> list[str]:
              f"{flow.start_ns / NS:g} s to {flow.stop_ns / NS:g} s",
              f"set src_({name}) [new {setup.agent}]",
              f"$src_({name}) set packetSize_ {setup.packet}"]
+    if setup.congestion is not None:
+        lines.append(f"$src_({name}) select_ca {setup.congestion}")
     if setup.window is not None:
         lines.append(f"$src_({name}) set window_ {setup.window}")
     if setup.min_rto_s is not None:

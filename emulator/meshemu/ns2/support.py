@@ -26,8 +26,9 @@ Refused, and why:
   responses_need_idle) turned off: ns-2's MAC always behaves so. (The
   radio's retry_drop_flush stands in for ns-2's AODV in a lab: in ns-2 the
   routing agent decides.);
-- TCP congestion controls ns-2 has no agent for (Linux's cubic, bbr, ...,
-  and no `cc` at all, which is the kernel's default in a lab);
+- TCP congestion controls ns-2 has no agent for (bbr, and cubic, westwood,
+  ... unless `ns2_agent: linux` runs them in Agent/TCP/Linux; and no `cc` at
+  all, which is the kernel's default in a lab);
 - lab measurements that add metrics: `measure.capture` (the TCP senders'
   data/ACK events), `measure.sim_reference` (the sim driver's goodput);
   `measure.stats_interval` and `measure.view` only add a time series of a
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
 from ..source import DataPath, Document
-from .scenario import SACK_AGENT, SACK_CCS, TCP_AGENTS
+from .scenario import LINUX_AGENT, LINUX_CCS, SACK_AGENT, SACK_CCS, TCP_AGENTS
 
 if TYPE_CHECKING:
     from ..experiment.runs import Flow
@@ -214,9 +215,14 @@ def _traffic(flows: tuple["Flow", ...], refuse: Any) -> None:
             refuse(path + ("kind",), f"a {flow.kind} flow {what}; ns-2 runs tcp (bulk) and udp (CBR) flows")
         elif flow.kind == "tcp":
             cc, sack = flow.options["cc"], flow.options["sack"]
-            if cc not in TCP_AGENTS:
-                given = "no cc (a lab's kernel default)" if cc is None else f"cc {cc!r}"
-                refuse(path + ("cc",), f"ns-2 has TCP agents for {', '.join(TCP_AGENTS)}, not {given}")
+            given = "no cc (a lab's kernel default)" if cc is None else f"cc {cc!r}"
+            if flow.options.get("ns2_agent") == "linux":
+                if cc not in LINUX_CCS:
+                    refuse(path + ("cc",), f"ns-2's {LINUX_AGENT} has the congestion controls "
+                                           f"{', '.join(LINUX_CCS)}, not {given}")
+            elif cc not in TCP_AGENTS:
+                hint = f" (ns2_agent: linux runs Linux's {cc} in {LINUX_AGENT})" if cc in LINUX_CCS else ""
+                refuse(path + ("cc",), f"ns-2 has TCP agents for {', '.join(TCP_AGENTS)}, not {given}{hint}")
             elif sack and cc not in SACK_CCS:
                 refuse(path + ("sack",), f"ns-2 has SACK only in {SACK_AGENT}, a Reno sender: use cc: reno or sack")
             elif sack is False and TCP_AGENTS[cc] == SACK_AGENT:
