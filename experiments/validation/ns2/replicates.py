@@ -8,7 +8,9 @@ timing, can be set beside as many draws of ns-2 rather than its one run:
         [--set PATH=VALUE ...] [--replicates N] [--metric goodput_bps ...] [--jobs 2]
 
 One line per planned run, flow and metric (`--metric` again for more): its
-min / median / max over the replicates and every value in replicate order.
+min / median / max over the replicates and every value in replicate order;
+where a run has several flows of a kind (tcp, udp), one more line per
+metric for their sum in each replicate (grid13's eight clients' TCP).
 The replicate equal to the run's seed is `meshemu run --driver ns2`'s own
 run. The runs' artefacts go to a temporary directory, removed at the end.
 """
@@ -66,9 +68,19 @@ def main() -> None:
                     if any(value is None for value in values):
                         print(f"{run.label()} {flow['name']}: no {metric}")
                         continue
-                    print(f"{run.label()} {flow['name']} {metric}, ns-2 seeds 1-{args.replicates}: "
-                          f"{min(values):.6g} / {statistics.median(values):.6g} / {max(values):.6g}; "
-                          + ", ".join(f"{value:.6g}" for value in values))
+                    print_line(f"{run.label()} {flow['name']} {metric}", args.replicates, values)
+            for kind in ("tcp", "udp"):
+                indices = [index for index, flow in enumerate(flows[0]) if flow["kind"] == kind]
+                for metric in wanted if len(indices) > 1 else []:
+                    rows = [[replicate[index].get(metric) for index in indices] for replicate in flows]
+                    if all(None not in row for row in rows):
+                        print_line(f"{run.label()} all {len(indices)} {kind} flows {metric} (sum)", args.replicates,
+                                   [sum(row) for row in rows])
+
+
+def print_line(what: str, replicates: int, values: list[float]) -> None:
+    print(f"{what}, ns-2 seeds 1-{replicates}: {min(values):.6g} / {statistics.median(values):.6g} / "
+          f"{max(values):.6g}; " + ", ".join(f"{value:.6g}" for value in values))
 
 
 if __name__ == "__main__":
