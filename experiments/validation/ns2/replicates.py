@@ -5,12 +5,13 @@ so that a cell the lab ran several times, whose runs differ in their
 timing, can be set beside as many draws of ns-2 rather than its one run:
 
     python experiments/validation/ns2/replicates.py EXPERIMENT.yaml [--only PARAM=VALUE ...]
-        [--set PATH=VALUE ...] [--replicates N] [--metric goodput_bps ...] [--jobs 2]
+        [--set PATH=VALUE ...] [--replicates N] [--metric goodput_bps ...] [--sum] [--jobs 2]
 
 One line per planned run, flow and metric (`--metric` again for more): its
-min / median / max over the replicates and every value in replicate order;
-where a run has several flows of a kind (tcp, udp), one more line per
-metric for their sum in each replicate (grid13's eight clients' TCP).
+min / median / max over the replicates and every value in replicate order.
+With `--sum`, where a run has several flows of a kind (tcp, udp), one more
+line per metric for their sum in each replicate (grid13's eight clients'
+TCP; for counts and rates, not for fractions such as loss).
 The replicate equal to the run's seed is `meshemu run --driver ns2`'s own
 run. The runs' artefacts go to a temporary directory, removed at the end.
 """
@@ -47,6 +48,8 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=10, help="ns-2 seeds 1..N for each run (default 10)")
     parser.add_argument("--metric", action="append", dest="metrics", metavar="METRIC",
                         help="a flow's figure, e.g. rto_events (default goodput_bps; again for more)")
+    parser.add_argument("--sum", action="store_true",
+                        help="also each metric summed over a run's flows of a kind (counts and rates)")
     parser.add_argument("--jobs", type=int, default=2, help="ns processes at a time (default 2)")
     args = parser.parse_args()
     wanted = args.metrics or ["goodput_bps"]
@@ -69,7 +72,7 @@ def main() -> None:
                         print(f"{run.label()} {flow['name']}: no {metric}")
                         continue
                     print_line(f"{run.label()} {flow['name']} {metric}", args.replicates, values)
-            for kind in ("tcp", "udp"):
+            for kind in ("tcp", "udp") if args.sum else ():
                 indices = [index for index, flow in enumerate(flows[0]) if flow["kind"] == kind]
                 for metric in wanted if len(indices) > 1 else []:
                     rows = [[replicate[index].get(metric) for index in indices] for replicate in flows]
