@@ -24,8 +24,10 @@ NODE_IP = {f"n{i}": f"10.0.0.{i + 1}" for i in range(6)}
 
 
 def study_script(path: str):
-    spec = importlib.util.spec_from_file_location(Path(path).stem, REPO / "experiments" / path)
+    name = "study_" + Path(path).stem
+    spec = importlib.util.spec_from_file_location(name, REPO / "experiments" / path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the script runs
     spec.loader.exec_module(module)
     return module
 
@@ -35,6 +37,7 @@ counters = study_script("copas/counters.py")
 tables = study_script("re-tfrc/tables.py")
 drop_lengths = study_script("validation/ns2/drop_lengths.py")
 rreq_origins = study_script("validation/ns2/rreq_origins.py")
+flow_drops = study_script("validation/ns2/flow_drops.py")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -449,6 +452,29 @@ def test_drop_lengths_refuses_counts_with_events_lost(tmp_path):
     with pytest.raises(SystemExit, match="lost 7 events"):
         drop_lengths.count(path)
     thread.join()
+
+
+# --- experiments/validation/ns2/flow_drops.py ----------------------------------------------------
+
+NS2_TCP_LINES = [
+    # Segment 5 of the flow 90:0 -> 84:6 sent, lost at the retry limit at n87, sent again and received.
+    "s 12.5 _90_ AGT  --- 7 tcp 1500 [0 0 0 0] ------- [90:0 84:6 32 0] [5 0] 0 0",
+    "D 12.6 _87_ MAC  RET 7 tcp 1500 [13a 57 5e 800] ------- [90:0 84:6 29 86] [5 0] 0 0",
+    "D 12.6 _86_ MAC  COL 7 tcp 1500 [13a 56 57 800] ------- [90:0 84:6 29 86] [5 0] 0 0",
+    "s 13.5 _90_ AGT  --- 9 tcp 1500 [0 0 0 0] ------- [90:0 84:6 32 0] [5 0] 0 0",
+    "r 13.6 _84_ AGT  --- 9 tcp 1520 [13a 54 55 800] ------- [90:0 84:6 26 84] [5 0] 6 0",
+    # Its ACK lost at a link break at n85; another flow's drop; a drop after the window.
+    "D 13.7 _85_ RTR  CBK 10 ack 60 [13a 55 54 800] ------- [84:6 90:0 31 86] [5 0] 0 0",
+    "D 13.7 _85_ RTR  CBK 11 tcp 1500 [13a 55 54 800] ------- [162:0 84:7 31 86] [8 0] 0 0",
+    "D 151.0 _88_ RTR  NRTE 12 tcp 1500 [0 0 0 0] ------- [90:0 84:6 30 0] [6 0] 0 0",
+]
+
+
+def test_flow_drops_accounts_for_one_flows_segments_and_acks_in_the_window(tmp_path):
+    found = flow_drops.account(NS2_TCP_LINES, (90, 0), (84, 6), (12.0, 150.0))
+    assert found.sent == {5: 2} and found.received == {5}
+    assert found.drops["data"] == {(87, "MAC RET"): 1}  # the collision copy at n86 is no loss
+    assert found.drops["ack"] == {(85, "RTR CBK"): 1}
 
 
 # --- experiments/validation/ns2/rreq_origins.py --------------------------------------------------
