@@ -1,6 +1,6 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
 counters.py, experiments/re-tfrc/tables.py,
-experiments/validation/ns2/drop_lengths.py, rreq_origins.py) on small hand-made results:
+experiments/validation/ns2/drop_lengths.py, rreq_origins.py, flow_drops.py) on small hand-made results:
 records with only the keys the scripts read, run files as `meshemu run`
 writes them, and the expected figures computed by hand in the comments."""
 
@@ -470,7 +470,7 @@ NS2_TCP_LINES = [
 ]
 
 
-def test_flow_drops_accounts_for_one_flows_segments_and_acks_in_the_window(tmp_path):
+def test_flow_drops_accounts_for_one_flows_segments_and_acks_in_the_window():
     found = flow_drops.account(NS2_TCP_LINES, (90, 0), (84, 6), (12.0, 150.0))
     assert found.sent == {5: 2} and found.received == {5}
     assert found.drops["data"] == {(87, "MAC RET"): 1}  # the collision copy at n86 is no loss

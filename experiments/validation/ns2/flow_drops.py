@@ -8,7 +8,7 @@ The driver deletes a run's trace once read; its kept scenario writes it
 again, identical. From the repository root, for grid13's client c90 (node
 90, port 6 of the server n84 in the run's samples.txt `flow` line):
 
-    cd DIR/runs/RUN && ns scenario.tcl
+    (cd DIR/runs/RUN && ns scenario.tcl)
     python experiments/validation/ns2/flow_drops.py DIR/runs/RUN/trace.tr --src 90 --dst 84 --dst-port 6 \\
         --window 12 150
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # An old-format wireless trace line of a TCP segment or ACK: event, time,
-# node, layer, reason, size, the IP header's "[src:port dst:port" and the
-# TCP header's "[seqno ackno]".
+# node, layer, reason, the IP header's source and destination node:port,
+# and the TCP header's seqno.
 LINE = re.compile(r"^(\w) (\S+) _(\d+)_ (\w+)\s+(\S+) \d+ (?:tcp|ack) \d+ .*?\[(\d+):(\d+) (\d+):(\d+) [^\]]*\] "
                   r"\[(\d+) \d+\]")
 
