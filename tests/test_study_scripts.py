@@ -473,8 +473,8 @@ NS2_TCP_LINES = [
 def test_flow_drops_accounts_for_one_flows_segments_and_acks_in_the_window():
     found = flow_drops.account(NS2_TCP_LINES, (90, 0), (84, 6), (12.0, 150.0))
     assert found.sent == {5: 2} and found.received == {5}
-    assert found.drops["data"] == {(87, "MAC RET"): 1}  # the collision copy at n86 is no loss
-    assert found.drops["ack"] == {(85, "RTR CBK"): 1}
+    assert found.drops["data"] == {(87, "mac_ret"): 1}  # the collision copy at n86 is no loss
+    assert found.drops["ack"] == {(85, "rtr_cbk"): 1}
 
 
 # --- experiments/validation/ns2/rreq_origins.py --------------------------------------------------

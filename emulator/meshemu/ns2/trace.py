@@ -73,6 +73,12 @@ NODE_COUNTERS = ("tx_data_frames", "data_attempts", "tx_broadcast_frames", "rts_
                  "retry_drops", "queue_drops", "rx_frames", "rx_duplicates")
 
 
+def drop_name(level: str, reason: str) -> str:
+    """A `D` line's name in `ns2_drops`: `mac_ret`, `rtr_cbk`, `ifq_full` (a
+    full interface queue, logged with reason `---`), ..."""
+    return f"{level.lower()}_{'full' if reason == '---' else reason.lower()}"
+
+
 class TraceError(Exception):
     """The samples or the trace are not what the scenario writes."""
 
@@ -250,7 +256,7 @@ class TraceReader:
                 counters["rx_duplicates"] += 1
             elif level == "IFQ" and reason == "---":
                 counters["queue_drops"] += 1
-            name = f"{level.lower()}_{'full' if reason == '---' else reason.lower()}"
+            name = drop_name(level, reason)
             self.drops[node][name] = self.drops[node].get(name, 0) + 1
         elif level == "MAC":
             counters = self.nodes[node]

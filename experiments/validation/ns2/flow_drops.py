@@ -1,7 +1,7 @@
 """Where one TCP flow's packets die in an ns-2 trace: its data segments and
-its ACKs within a time window, dropped by reason and by node (a `D MAC COL`
-line is a copy lost at a receiver, not a loss of the packet, and is left
-out), and the segments the sender's agent sent (distinct sequence numbers
+its ACKs within a time window, dropped by reason (named as in a record's
+`ns2_drops`) and by node (a `D MAC COL` line is a copy lost at a receiver,
+not a loss of the packet, and is left out), and the segments the sender's agent sent (distinct sequence numbers
 and repeats) against those its sink received.
 
 The driver deletes a run's trace once read; its kept scenario writes it
@@ -17,16 +17,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# An old-format wireless trace line of a TCP segment or ACK: event, time,
-# node, layer, reason, the IP header's source and destination node:port,
-# and the TCP header's seqno.
-LINE = re.compile(r"^(\w) (\S+) _(\d+)_ (\w+)\s+(\S+) \d+ (?:tcp|ack) \d+ .*?\[(\d+):(\d+) (\d+):(\d+) [^\]]*\] "
-                  r"\[(\d+) \d+\]")
+from meshemu.ns2.trace import drop_name
 
 
 @dataclass
@@ -35,30 +30,34 @@ class Account:
 
     sent: collections.Counter[int] = field(default_factory=collections.Counter)  # data seqno -> times sent
     received: set[int] = field(default_factory=set)  # data seqnos the sink's agent got
+    # (node, drop name as in a record's ns2_drops) -> packets
     drops: dict[str, collections.Counter[tuple[int, str]]] = field(
-        default_factory=lambda: {"data": collections.Counter(), "ack": collections.Counter()})  # (node, reason)
+        default_factory=lambda: {"data": collections.Counter(), "ack": collections.Counter()})
 
 
 def account(lines: Iterable[str], src: tuple[int, int], dst: tuple[int, int],
             window: tuple[float, float]) -> Account:
-    """The flow from `src` to `dst` ((node, port) each) in trace `lines`."""
-    data, ack = (*src, *dst), (*dst, *src)
+    """The flow from `src` to `dst` ((node, port) each) in trace `lines`,
+    whose fields are where meshemu.ns2.trace reads them: the IP header's
+    "[src:port dst:port" at 13-14, the TCP header's "[seqno" at 17."""
+    data = (f"[{src[0]}:{src[1]}", f"{dst[0]}:{dst[1]}")
+    ack = (f"[{dst[0]}:{dst[1]}", f"{src[0]}:{src[1]}")
     found = Account()
     for line in lines:
-        match = LINE.match(line)
-        if not match:
+        parts = line.split()
+        if len(parts) < 18 or parts[6] not in ("tcp", "ack") or (parts[13], parts[14]) not in (data, ack):
             continue
-        event, time, node, layer, reason, *ends, seqno = match.groups()
-        endpoints = tuple(int(value) for value in ends)
-        if endpoints not in (data, ack) or not window[0] <= float(time) <= window[1]:
+        if not window[0] <= float(parts[1]) <= window[1]:
             continue
-        kind = "data" if endpoints == data else "ack"
-        if event == "D" and (layer, reason) != ("MAC", "COL"):
-            found.drops[kind][(int(node), f"{layer} {reason}")] += 1
-        elif kind == "data" and layer == "AGT" and event == "s":
-            found.sent[int(seqno)] += 1
-        elif kind == "data" and layer == "AGT" and event == "r" and int(node) == dst[0]:
-            found.received.add(int(seqno))
+        event, node, level, reason = parts[0], int(parts[2].strip("_")), parts[3], parts[4]
+        kind = "data" if (parts[13], parts[14]) == data else "ack"
+        seqno = int(parts[17].strip("["))
+        if event == "D" and (level, reason) != ("MAC", "COL"):
+            found.drops[kind][(node, drop_name(level, reason))] += 1
+        elif kind == "data" and level == "AGT" and event == "s":
+            found.sent[seqno] += 1
+        elif kind == "data" and level == "AGT" and event == "r" and node == dst[0]:
+            found.received.add(seqno)
     return found
 
 
