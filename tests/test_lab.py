@@ -20,6 +20,7 @@ from meshemu import arptable, kernelstats, procs
 from meshemu.errors import MediumError
 from meshemu.lab import Lab
 from meshemu.state import BY_NETNS, RUN_ROOT, read_state
+from meshemu.topology import load_topology
 
 pytestmark = pytest.mark.root
 
@@ -256,6 +257,30 @@ def test_context_manager_removes_everything(tmp_path):
         assert lab["n0"].run(["ping", "-c", "1", "-W", "2", "n6"]).returncode == 0
         lab["n12"].spawn(["sleep", "300"])
     assert leftovers("tctx") == []
+
+
+def test_a_held_lab_stands_until_the_time_it_is_resumed_from(write):
+    """What the experiment runner does so that its flows meet the motion ns-2
+    shows at the same times: the nodes stand from bring-up, are resumed
+    from a later model time, stand until then, and from then on follow
+    their paths as from time 0 (n1 moves along x at 10 m/s from 0 s)."""
+    file = write("h.yaml", "name: thold\ngenerate: {kind: chain, n: 2, spacing: 100m}\n"
+                 "nodes:\n  n1: {mobility: {model: setdest, moves: [{at: 0s, to: [1100m, 0m], speed: 10m/s}]}}\n")
+    with Lab(load_topology(file), hold_mobility=True) as lab:
+        time.sleep(0.3)
+        assert lab.positions()["n1"] == [100.0, 0.0, 0.0]
+        now = lab.status()["time_ns"]
+        with pytest.raises(MediumError, match="has passed"):
+            lab.resume_mobility(from_ns=now - 1)
+        start = now + 500_000_000
+        lab.resume_mobility(from_ns=start)
+        standing = lab.control("positions")
+        assert standing["time_ns"] < start and standing["nodes"]["n1"] == [100.0, 0.0, 0.0]
+        time.sleep(1.0)
+        moving = lab.control("positions")
+        expected = 100.0 + 10.0 * (moving["time_ns"] - start) / 1e9
+        assert moving["nodes"]["n1"][0] == pytest.approx(expected, abs=1e-6)
+        assert moving["nodes"]["n1"][0] > 103.0
 
 
 def arp_table_fulls() -> int:

@@ -178,7 +178,7 @@ def test_variants_the_kernel_lacks_are_skipped_with_the_reason(tmp_path):
 @pytest.mark.slow
 def test_route_repair_break_found_by_hello_loss_rerr_at_source_new_route_via_f_and_tcp_resumes(tmp_path):
     """route-repair.yaml shortened: f arrives at 5 s, e moves from 12 s and
-    leaves d's range at 17 s (model time). About 40 s."""
+    leaves d's range at 17 s (the scenario's time). About 40 s."""
     out = tmp_path / "repair"
     result = meshemu("run", str(STUDY / "route-repair.yaml"), "--out", str(out),
                      "--set", "duration=32s", "--set", "traffic.0.stop=30s",

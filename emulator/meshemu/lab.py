@@ -146,7 +146,9 @@ class Node:
 class Lab:
     """A lab: a topology and, once `up`, its namespaces and medium."""
 
-    def __init__(self, topology: Topology, name: str | None = None):
+    def __init__(self, topology: Topology, name: str | None = None, hold_mobility: bool = False):
+        """`hold_mobility`: the nodes stand at their time-0 positions until
+        `resume_mobility` (an experiment run's time 0)."""
         lab_name = name or topology.name
         if lab_name is None:
             raise LabError(f"{topology.source}: the topology has no name: add name: to the file or pass a name")
@@ -154,7 +156,7 @@ class Lab:
             raise LabError(f"bad lab name {lab_name!r}: a lower-case letter, then up to 15 of a-z, 0-9, '-'")
         source = Path(topology.source)
         self._setup(lab_name, str(source.resolve()) if source.is_file() else None,
-                    topology.lab_config(lab_name, run_dir_of(lab_name)))
+                    topology.lab_config(lab_name, run_dir_of(lab_name), hold_mobility))
         self.backend = backend_of(topology.backend)
         self.routing = topology.routing_choice  # the daemons `up` starts (routing.py)
         self.queueing = topology.queueing  # bpd in every node unless fifo (queueing.py)
@@ -402,6 +404,12 @@ class Lab:
         if z is None:
             z = self.positions()[node][2]
         self.control("move", node=node, position=[float(x), float(y), float(z)])
+
+    def resume_mobility(self, from_ns: int | None = None) -> None:
+        """Every paused node goes on from model time `from_ns` (default now;
+        they stand until then)."""
+        fields: dict[str, Any] = {} if from_ns is None else {"from_ns": from_ns}
+        self.control("mobility", node=None, run=True, **fields)
 
     def capture(self, path: str | Path | None, run: bool = True) -> None:
         """Air capture (radiotap + 802.11) into a pcap file, on or off."""

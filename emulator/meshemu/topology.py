@@ -77,7 +77,7 @@ class Topology:
     def netns(self, lab: str, node: TopologyNode) -> str:
         return f"{lab}-{node.name}"
 
-    def lab_config(self, lab: str, run_dir: Path) -> dict[str, Any]:
+    def lab_config(self, lab: str, run_dir: Path, hold_mobility: bool = False) -> dict[str, Any]:
         """LAB.json for `meshemu-medium tap` (section 4)."""
         return {
             "lab": lab,
@@ -89,6 +89,7 @@ class Topology:
             "priority_udp_ports": PRIORITY_UDP_PORTS,
             "realtime": self.realtime,
             "ipv6_link_local": self.routing_choice.kind.ipv6_link_local,
+            "hold_mobility": hold_mobility,
         }
 
 

@@ -6,7 +6,8 @@ timeline of the break and its repair.
 Reads the run's artefacts (runs/<id>/): the sender's capture events
 (`<flow>.events.jsonl`), its tcp_info samples, every node's AODV events
 (`routing/<node>.aodv-events.jsonl`) and `clock.json`; puts them on the
-medium's model time (the scenario's clock: e starts moving at 30 s) and writes
+scenario's clock (the nodes' motion: e starts moving at 30 s; the run's
+time 0 since 2026-11-28, before that the medium's model time 0) and writes
 
 - `fig2a.png`: data segments sent (marks at the top) and, per ACK the sender
   received, how many segments it newly acknowledged (0 = duplicate ACK), with
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class RepairTrace:
-    """One run of route-repair.yaml on the model's time axis (seconds)."""
+    """One run of route-repair.yaml on the scenario's time axis (seconds)."""
 
     def __init__(self, record: dict[str, Any], artefacts: Path):
         self.record = record
@@ -84,8 +85,9 @@ class RepairTrace:
         clock = read_json(artefacts / "clock.json")
         if clock is None:
             raise FileNotFoundError(f"{artefacts / 'clock.json'} is missing (a run from before it was recorded?)")
-        self.model_t0_wall = clock["model_t0_wall_ns"]
-        self.model_t0_mono = clock["model_t0_mono_ns"]
+        # Runs from before the lab was held until time 0 moved from model time 0.
+        self.motion_t0_wall = clock.get("motion_t0_wall_ns", clock["model_t0_wall_ns"])
+        self.motion_t0_mono = clock.get("motion_t0_mono_ns", clock["model_t0_mono_ns"])
         config = record["config"]
         self.ip = {node["name"]: node["ipv4"] for node in config["nodes"]}
         self.medium = config["medium"]
@@ -102,13 +104,13 @@ class RepairTrace:
             raise ValueError("no captured data segments (measure: {capture: true})")
 
     def wall_s(self, wall_ns: int) -> float:
-        return (wall_ns - self.model_t0_wall) / NS
+        return (wall_ns - self.motion_t0_wall) / NS
 
     def mono_s(self, mono_ns: int) -> float:
-        return (mono_ns - self.model_t0_mono) / NS
+        return (mono_ns - self.motion_t0_mono) / NS
 
     def node_events(self, node: str, kind: str, **match: Any) -> list[tuple[float, dict[str, Any]]]:
-        """(model time, event) of a node's AODV events of one kind whose fields match."""
+        """(scenario time, event) of a node's AODV events of one kind whose fields match."""
         path = self.dir / "routing" / f"{node}.{Aodv.events}"
         return [(self.mono_s(e["mono_ns"]), e) for e in read_jsonl(path)
                 if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
@@ -300,7 +302,7 @@ def markdown_timeline(timeline: dict[str, Any]) -> str:
         (f"a has the new route ({timeline['repaired_hops']} hops)", "repaired_s"),
         ("first new ACK at a after the repair", "first_new_ack_after_repair_s"),
     ]
-    lines = ["| event (model time) | s |", "|---|---|"]
+    lines = ["| event (scenario time) | s |", "|---|---|"]
     for text, key in rows:
         value = timeline[key]
         lines.append(f"| {text} | {'-' if value is None else f'{value:.2f}'} |")

@@ -30,6 +30,11 @@ pub struct LabConfig {
     /// daemons that speak over it (babeld).
     #[serde(default)]
     pub ipv6_link_local: bool,
+    /// Nodes stand at their time-0 positions until a `mobility` request
+    /// resumes them: the experiment runner's time 0, so that its traffic
+    /// meets the motion a simulator of the same scenario shows.
+    #[serde(default)]
+    pub hold_mobility: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -373,7 +373,8 @@ class Execution:
         self.dir.mkdir(parents=True, exist_ok=True)
         started_at = time.time()
         self.cpu = cpu.PhaseClock()
-        lab = Lab(run.topology, name=self.lab_name)
+        # Held until time 0, so that the flows meet the motion ns-2 and the sim show at their times.
+        lab = Lab(run.topology, name=self.lab_name, hold_mobility=True)
         snapshots: list[dict[str, Any]] = []
         lateness = None
         control = None
@@ -389,6 +390,7 @@ class Execution:
             self.t0_wall_ns = time.time_ns() + int(LEAD_S * NS)
             self.t0_mono = time.monotonic() + LEAD_S
             clock = self._write_clock(lab)
+            lab.resume_mobility(from_ns=clock["motion_t0_mono_ns"] - clock["model_t0_mono_ns"])
             flows = view_flows.run_flows(list(run.flows))
             view_flows.write_run_flows(lab.run_dir, self.dir, flows)  # for `meshemu view` of this lab
             if run.measure.get("view"):
@@ -438,16 +440,19 @@ class Execution:
         return self._outcome(snapshots, lateness, control, queue_counters, started_at)
 
     def _write_clock(self, lab: Lab) -> dict[str, int]:
-        """`clock.json`: the run's time 0 and the medium's model time 0 (when
-        scripted moves happen) on the wall clock (tcp_info samples, captures)
-        and on CLOCK_MONOTONIC (routing daemons' events), so artefacts can be
-        put on one time axis."""
+        """`clock.json`: the run's time 0, the medium's model time 0 and the
+        time 0 of the nodes' motion (scripted moves happen on its clock; the
+        run's time 0, since the lab is held until then) on the wall clock
+        (tcp_info samples, captures) and on CLOCK_MONOTONIC (routing daemons'
+        events), so artefacts can be put on one time axis."""
         before_wall, before_mono = time.time_ns(), time.monotonic_ns()
         model_ns = lab.status()["time_ns"]
         after_wall, after_mono = time.time_ns(), time.monotonic_ns()
-        clock = {"run_t0_wall_ns": self.t0_wall_ns, "run_t0_mono_ns": int(self.t0_mono * NS),
+        run_t0_mono_ns = int(self.t0_mono * NS)
+        clock = {"run_t0_wall_ns": self.t0_wall_ns, "run_t0_mono_ns": run_t0_mono_ns,
                  "model_t0_wall_ns": (before_wall + after_wall) // 2 - model_ns,
-                 "model_t0_mono_ns": (before_mono + after_mono) // 2 - model_ns}
+                 "model_t0_mono_ns": (before_mono + after_mono) // 2 - model_ns,
+                 "motion_t0_wall_ns": self.t0_wall_ns, "motion_t0_mono_ns": run_t0_mono_ns}
         (self.dir / "clock.json").write_text(json.dumps(clock))
         return clock
 

@@ -40,13 +40,35 @@ struct RandomWaypoint {
     knots: Vec<Knot>,
 }
 
-/// One node's movement, with pausing (`set_mobility_running`): the path is
-/// evaluated at `now - paused_total`, frozen while paused.
+/// One node's movement: its path, evaluated on the path's own clock.
 #[derive(Debug, Clone)]
 pub(crate) struct Mobility {
     path: Path,
-    paused_at: Option<Time>,
-    paused_total: Time,
+    clock: PathClock,
+}
+
+/// Time along the path as a function of model time: it stands at `at`
+/// while paused and, once running, until model time `since`, then goes on
+/// with model time. A lab whose nodes wait for a run's time 0 is paused at
+/// 0 and resumed from that time, so that its motion and its traffic share
+/// one time axis, as in a simulator.
+#[derive(Debug, Clone, Copy)]
+struct PathClock {
+    running: bool,
+    since: Time,
+    at: Time,
+}
+
+impl PathClock {
+    const FROM_ZERO: PathClock = PathClock { running: true, since: 0, at: 0 };
+
+    fn time(&self, now: Time) -> Time {
+        if self.running {
+            self.at + now.saturating_sub(self.since)
+        } else {
+            self.at
+        }
+    }
 }
 
 impl Mobility {
@@ -79,11 +101,11 @@ impl Mobility {
                 Path::RandomWaypoint(Box::new(rwp))
             }
         };
-        Mobility { path, paused_at: None, paused_total: 0 }
+        Mobility { path, clock: PathClock::FROM_ZERO }
     }
 
     fn path_time(&self, now: Time) -> Time {
-        self.paused_at.unwrap_or(now).saturating_sub(self.paused_total)
+        self.clock.time(now)
     }
 
     /// Position at `now` (meaningful for `now` at or after the last time the
@@ -109,7 +131,7 @@ impl Mobility {
     #[cfg(test)]
     pub fn speed(&mut self, now: Time) -> f64 {
         self.advance_to(now);
-        if self.paused_at.is_some() {
+        if !self.clock.running || now < self.clock.since {
             return 0.0;
         }
         let t = self.path_time(now);
@@ -158,23 +180,29 @@ impl Mobility {
     }
 
     /// Whether the node stays where it is until something changes its
-    /// mobility (static, finished script, or paused).
+    /// mobility (static, finished script, or paused). A node resumed from a
+    /// later time is not: it starts by itself.
     pub fn is_stationary(&self) -> bool {
-        self.paused_at.is_some() || matches!(self.path, Path::Static(_))
+        !self.clock.running || matches!(self.path, Path::Static(_))
     }
 
     pub fn teleport(&mut self, pos: [f64; 3]) {
-        *self = Mobility { path: Path::Static(pos), paused_at: None, paused_total: 0 };
+        *self = Mobility { path: Path::Static(pos), clock: PathClock::FROM_ZERO };
     }
 
-    pub fn set_running(&mut self, now: Time, running: bool) {
-        match (self.paused_at, running) {
-            (None, false) => self.paused_at = Some(now),
-            (Some(at), true) => {
-                self.paused_total += now.saturating_sub(at);
-                self.paused_at = None;
-            }
-            _ => {}
+    /// Stops the node where it is at `now`.
+    pub fn pause(&mut self, now: Time) {
+        if self.clock.running {
+            self.clock = PathClock { running: false, since: now, at: self.clock.time(now) };
+        }
+    }
+
+    /// A paused node goes on from where it stopped at model time `from`
+    /// (or `now`, if that is later), standing until then; a running node
+    /// is left as it is.
+    pub fn resume(&mut self, now: Time, from: Time) {
+        if !self.clock.running {
+            self.clock = PathClock { running: true, since: from.max(now), at: self.clock.at };
         }
     }
 }
@@ -359,10 +387,29 @@ mod tests {
             points: vec![Waypoint { t_ns: 0, position: [0.0, 0.0, 0.0] }, Waypoint { t_ns: 10 * S, position: [100.0, 0.0, 0.0] }],
         };
         let mut m = Mobility::new(&cfg, [0.0; 3], 1, 0);
-        m.set_running(2 * S, false);
+        m.pause(2 * S);
         assert_eq!(m.position(7 * S), [20.0, 0.0, 0.0]);
-        m.set_running(7 * S, true);
+        m.resume(7 * S, 7 * S);
         assert_eq!(m.position(8 * S), [30.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_node_held_from_time_zero_follows_its_path_from_the_resume_time() {
+        let cfg = MobilityConfig::Waypoints {
+            points: vec![Waypoint { t_ns: 0, position: [0.0, 0.0, 0.0] }, Waypoint { t_ns: 10 * S, position: [100.0, 0.0, 0.0] }],
+        };
+        let mut m = Mobility::new(&cfg, [0.0; 3], 1, 0);
+        m.pause(0);
+        // Resumed ahead of time: it stands until 5 s, then moves as it would have from 0.
+        m.resume(S, 5 * S);
+        assert!(!m.is_stationary(), "it must start by itself at 5 s");
+        assert_eq!(m.position(4 * S), [0.0, 0.0, 0.0]);
+        assert_eq!(m.speed(4 * S), 0.0);
+        assert_eq!(m.position(8 * S), [30.0, 0.0, 0.0]);
+        assert_eq!(m.speed(8 * S), 10.0);
+        // A second resume of a running node changes nothing.
+        m.resume(8 * S, 9 * S);
+        assert_eq!(m.position(9 * S), [40.0, 0.0, 0.0]);
     }
 
     #[test]

@@ -55,7 +55,12 @@ impl<P: Port> Lab<P> {
     /// The model, the nodes (by `backend`, with static routes when asked
     /// for), then what [`Service::bring_up`] makes; undone on failure.
     pub fn bring_up<B: Backend<Port = P>>(config: LabConfig, backend: &B) -> anyhow::Result<Self> {
-        let medium = Medium::new(config.medium.clone()).context("medium")?;
+        let mut medium = Medium::new(config.medium.clone()).context("medium")?;
+        if config.hold_mobility {
+            for node in 0..config.nodes.len() {
+                medium.pause_mobility(0, node);
+            }
+        }
         let links_at_start = medium.links(0);
         let specs = nodes::node_specs(&config, &links_at_start);
         let (port, inodes) = backend.attach(&config, &specs)?;

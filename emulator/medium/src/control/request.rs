@@ -49,6 +49,10 @@ pub enum Request {
         #[serde(default)]
         node: Option<String>,
         run: bool,
+        /// With run true: the model time the nodes go on from (not past;
+        /// default now). They stand until then.
+        #[serde(default)]
+        from_ns: Option<u64>,
     },
     Capture {
         #[serde(default)]
@@ -124,7 +128,7 @@ mod tests {
         );
         assert_eq!(
             parse(r#"{"op": "mobility", "node": null, "run": false}"#),
-            Ok(Request::Mobility { node: None, run: false })
+            Ok(Request::Mobility { node: None, run: false, from_ns: None })
         );
         assert_eq!(
             parse(r#"{"op": "subscribe", "events": ["rx", "drop"]}"#),

@@ -109,12 +109,23 @@ fn try_handle<T: Port>(lab: Lab<'_, T>, client: u64, request: Request) -> Result
             lab.medium.set_link(ia, ib, LinkOverride { bit_error_rate, extra_loss_db }).map_err(|e| e.to_string())?;
             json!({})
         }
-        Request::Mobility { node, run } => {
+        Request::Mobility { node, run: false, from_ns: None } => {
             for i in selected(nodes, node)? {
-                lab.medium.set_mobility_running(now, i, run);
+                lab.medium.pause_mobility(now, i);
             }
             json!({})
         }
+        Request::Mobility { node, run: true, from_ns } => {
+            let from = from_ns.unwrap_or(now);
+            if from < now {
+                return Err(format!("from_ns {from} has passed (the model's time is {now})"));
+            }
+            for i in selected(nodes, node)? {
+                lab.medium.resume_mobility(now, i, from);
+            }
+            json!({})
+        }
+        Request::Mobility { run: false, from_ns: Some(_), .. } => return Err("from_ns is for run true".into()),
         Request::Capture { path, run: true } => {
             let path = path.ok_or("capture with run true needs a path")?;
             if !path.is_absolute() {

@@ -395,10 +395,18 @@ impl<P: Clone> Medium<P> {
         self.channel.invalidate();
     }
 
-    /// Pauses or resumes a node's own movement.
-    pub fn set_mobility_running(&mut self, now: Time, node: NodeId, running: bool) {
+    /// Stops a node's own movement where it is.
+    pub fn pause_mobility(&mut self, now: Time, node: NodeId) {
         self.now = self.now.max(now);
-        self.nodes[node].mobility.set_running(now, running);
+        self.nodes[node].mobility.pause(now);
+        self.channel.invalidate();
+    }
+
+    /// Resumes a paused node's movement from model time `from` (or now, if
+    /// later): it stands until then and goes on from where it stopped.
+    pub fn resume_mobility(&mut self, now: Time, node: NodeId, from: Time) {
+        self.now = self.now.max(now);
+        self.nodes[node].mobility.resume(now, from);
         self.channel.invalidate();
     }
 
