@@ -405,11 +405,9 @@ class Lab:
             z = self.positions()[node][2]
         self.control("move", node=node, position=[float(x), float(y), float(z)])
 
-    def resume_mobility(self, from_ns: int | None = None) -> None:
-        """Every paused node goes on from model time `from_ns` (default now;
-        they stand until then)."""
-        fields: dict[str, Any] = {} if from_ns is None else {"from_ns": from_ns}
-        self.control("mobility", node=None, run=True, **fields)
+    def resume_mobility(self, from_ns: int) -> None:
+        """Every paused node goes on from model time `from_ns`, standing until then."""
+        self.control("mobility", node=None, run=True, from_ns=from_ns)
 
     def capture(self, path: str | Path | None, run: bool = True) -> None:
         """Air capture (radiotap + 802.11) into a pcap file, on or off."""

@@ -381,12 +381,17 @@ mod tests {
         assert_eq!(m.position(100 * S), [50.0, 50.0, 0.0]);
     }
 
-    #[test]
-    fn paused_mobility_freezes_and_resumes_where_it_was() {
+    /// From the origin along x at 10 m/s for 10 s.
+    fn along_x_at_10_mps() -> Mobility {
         let cfg = MobilityConfig::Waypoints {
             points: vec![Waypoint { t_ns: 0, position: [0.0, 0.0, 0.0] }, Waypoint { t_ns: 10 * S, position: [100.0, 0.0, 0.0] }],
         };
-        let mut m = Mobility::new(&cfg, [0.0; 3], 1, 0);
+        Mobility::new(&cfg, [0.0; 3], 1, 0)
+    }
+
+    #[test]
+    fn paused_mobility_freezes_and_resumes_where_it_was() {
+        let mut m = along_x_at_10_mps();
         m.pause(2 * S);
         assert_eq!(m.position(7 * S), [20.0, 0.0, 0.0]);
         m.resume(7 * S, 7 * S);
@@ -395,10 +400,7 @@ mod tests {
 
     #[test]
     fn a_node_held_from_time_zero_follows_its_path_from_the_resume_time() {
-        let cfg = MobilityConfig::Waypoints {
-            points: vec![Waypoint { t_ns: 0, position: [0.0, 0.0, 0.0] }, Waypoint { t_ns: 10 * S, position: [100.0, 0.0, 0.0] }],
-        };
-        let mut m = Mobility::new(&cfg, [0.0; 3], 1, 0);
+        let mut m = along_x_at_10_mps();
         m.pause(0);
         // Resumed ahead of time: it stands until 5 s, then moves as it would have from 0.
         m.resume(S, 5 * S);
