@@ -61,7 +61,7 @@ def lab(tmp_path_factory):
 
 @contextmanager
 def serving(*args: str):
-    """`meshemu view ARGS...`: (its URL, its PID) while it runs."""
+    """`meshemu view ARGS...`: (the address it printed, with its secret; its PID) while it runs."""
     process = subprocess.Popen([sys.executable, "-m", "meshemu", "view", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
@@ -69,7 +69,7 @@ def serving(*args: str):
         assert ready, "meshemu view printed no address within 30 s"
         line = process.stdout.readline()
         assert "http://127.0.0.1:" in line, line + process.stderr.read()
-        yield re.search(r"http://127\.0\.0\.1:\d+/", line).group(), process.pid
+        yield re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line).group(), process.pid
     finally:
         process.terminate()
         assert process.wait(10) == 0
@@ -132,14 +132,22 @@ def link_pairs(driver) -> set[str]:
         ".filter(l => l.getAttribute('visibility') === 'visible').map(l => l.dataset.pair)"))
 
 
-def post(url: str, body: dict, headers: dict[str, str], action: str = "api/move") -> int:
-    request = urllib.request.Request(url + action, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", **headers})
+def origin(url: str) -> str:
+    """http://127.0.0.1:PORT of the address `meshemu view` printed."""
+    return url.split("/?", 1)[0]
+
+
+def status(request: urllib.request.Request | str) -> int:
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status
     except urllib.error.HTTPError as exc:
         return exc.code
+
+
+def post(url: str, body: dict, headers: dict[str, str], action: str = "api/move") -> int:
+    return status(urllib.request.Request(f"{origin(url)}/{action}", data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json", **headers}))
 
 
 def token_of(url: str) -> str:
@@ -241,6 +249,13 @@ def test_an_action_the_server_refuses_stays_on_the_page_with_its_reason(page):
     wait_for(page, lambda d: d.find_element(By.ID, "action-error").text == "")
 
 
+def test_nothing_is_read_without_the_secret(view):
+    url, _ = view
+    for path in ("/", "/api/meta", "/api/frames", "/api/daemons?node=n0", "/static/view.js"):
+        assert status(origin(url) + path) == 403, path
+    assert status(origin(url) + "/api/daemons?node=n0&token=" + token_of(url)) == 200
+
+
 def test_a_post_without_the_secret_or_from_another_origin_is_refused(view, lab):
     url, _ = view
     token = token_of(url)
@@ -250,7 +265,7 @@ def test_a_post_without_the_secret_or_from_another_origin_is_refused(view, lab):
     assert post(url, move, {"X-Meshemu-Token": token, "Origin": "http://evil.example"}) == 403
     assert post(url, move, {"X-Meshemu-Token": token, "Host": "evil.example"}) == 403
     assert lab.positions()["n4"][:2] == [800.0, 0.0]
-    assert post(url, move, {"X-Meshemu-Token": token, "Origin": url.rstrip("/")}) == 200
+    assert post(url, move, {"X-Meshemu-Token": token, "Origin": origin(url)}) == 200
     assert lab.positions()["n4"][:2] == [800.0, 300.0]
     lab.move("n4", 800, 0)
 
@@ -261,12 +276,12 @@ def test_the_page_loads_nothing_from_elsewhere(page, view):
         assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
     resources = page.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
     assert any(name.endswith("/uPlot.iife.min.js") for name in resources)
-    assert all(name.startswith(url) for name in resources)
+    assert all(name.startswith(origin(url) + "/") for name in resources)
 
 
 def test_the_server_listens_on_loopback_only(view):
     url, pid = view
-    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    port = int(origin(url).rsplit(":", 1)[1])
     inodes = {Path(f"/proc/{pid}/fd/{fd}").readlink().name.strip("socket:[]")
               for fd in (p.name for p in Path(f"/proc/{pid}/fd").iterdir())
               if Path(f"/proc/{pid}/fd/{fd}").readlink().name.startswith("socket:")}

@@ -31,8 +31,9 @@ async def serving(server: ViewServer, check) -> None:
     serve = asyncio.create_task(server.serve(lambda url: listening.set()))
     await asyncio.wait_for(listening.wait(), 10)
     try:
-        async with aiohttp.ClientSession(server.url) as session:
-            async with session.get("/") as response:
+        # The cookie of 127.0.0.1 (aiohttp keeps cookies of IP addresses only when told).
+        async with aiohttp.ClientSession(server.origin, cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+            async with session.get("/", params={"token": server.token}) as response:
                 page = await response.text()
             token = page.split('name="meshemu-token" content="')[1].split('"')[0]
             await check(session, token)
@@ -63,6 +64,33 @@ def test_the_server_listens_on_loopback_and_serves_the_page_and_frames(replay):
     asyncio.run(serving(server, check))
 
 
+def test_nothing_is_read_without_the_secret_and_the_page_hands_its_cookie_on(replay):
+    server = ViewServer(replay)
+    paths = ("/", "/api/meta", "/api/frames", "/api/daemons?node=n0", "/static/view.js")
+
+    async def check(session, token):
+        assert server.url == f"{server.origin}/?token={token}"
+        async with aiohttp.ClientSession(server.origin, cookie_jar=aiohttp.CookieJar(unsafe=True)) as stranger:
+            for path in paths:
+                for params in ({}, {"token": token[:-1]}):
+                    async with stranger.get(path, params=params) as response:
+                        assert response.status == 403, (path, params)
+                        assert "open the address `meshemu view` printed" in await response.text()
+            async with stranger.get("/", params={"token": token}) as response:
+                assert response.status == 200
+                assert response.headers["Referrer-Policy"] == "no-referrer"
+                cookie = response.cookies[f"meshemu-view-{server.port}"]
+            assert cookie.value == token and cookie["httponly"] and cookie["samesite"] == "Strict"
+            for path in paths[1:]:  # with the page's cookie
+                async with stranger.get(path) as response:
+                    assert response.status == 200, path
+        async with aiohttp.ClientSession(server.origin) as script:  # no cookies: the header
+            async with script.get("/api/meta", headers={TOKEN_HEADER: token}) as response:
+                assert response.status == 200
+
+    asyncio.run(serving(server, check))
+
+
 def test_a_post_is_refused_without_the_secret_from_another_origin_or_host(replay):
     server = ViewServer(replay)
     seek = json.dumps({"t": 0.5}).encode()
@@ -74,7 +102,7 @@ def test_a_post_is_refused_without_the_secret_from_another_origin_or_host(replay
         async with session.get("/", headers={"Host": "evil.example"}) as response:
             assert response.status == 403  # a rebound name cannot read the page and its secret
         assert replay.cursor == 0.0
-        assert await answer(session, "/api/replay", seek, **{TOKEN_HEADER: token, "Origin": server.url.rstrip("/")}) \
+        assert await answer(session, "/api/replay", seek, **{TOKEN_HEADER: token, "Origin": server.origin}) \
             == (200, '{"t": 0.5, "playing": false}')
 
     asyncio.run(serving(server, check))

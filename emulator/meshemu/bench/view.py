@@ -108,11 +108,11 @@ def _one_run(lab: Lab, options: webdriver.ChromeOptions, seconds: float, screens
     driver = None
     try:
         ready, _, _ = select.select([view.stdout], [], [], 60)
-        match = re.search(r"http://127\.0\.0\.1:\d+/", view.stdout.readline() if ready else "")
+        match = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=([\w-]+)", view.stdout.readline() if ready else "")
         if match is None:
             raise SystemExit("meshemu view printed no address")
-        url = match.group()
-        with urllib.request.urlopen(url + "api/frames", timeout=10) as stream:
+        url, (origin, token) = match.group(), match.groups()
+        with urllib.request.urlopen(f"{origin}/api/frames?token={token}", timeout=10) as stream:
             frame_bytes = len(next(line for line in stream if line.startswith(b"data: ")))
         driver = webdriver.Chrome(options=options, service=Service(executable_path="/usr/bin/chromedriver"))
         driver.get(url)

@@ -6,10 +6,16 @@ It listens on 127.0.0.1 only. Whatever reaches it is checked:
 - every request must name this server in `Host` (127.0.0.1:PORT or
   localhost:PORT): a page of another site that rebinds its name to
   127.0.0.1 cannot read the page, and so not its secret;
-- every state-changing request (POST) must carry the secret of this server
-  start in `X-Meshemu-Token` (compared in constant time), a JSON body, and,
-  when the browser sends one, an `Origin` of this server: another page open
-  in the same browser cannot drive the lab.
+- every request must carry the secret of this server start (compared in
+  constant time): in the address the server prints (`?token=`), which the
+  user who started it opens, in the cookie the page then sets, or in
+  `X-Meshemu-Token`. Any local process can connect to 127.0.0.1, and this
+  server runs as root: without the secret it reads nothing of the lab;
+- every state-changing request (POST) must carry the secret in
+  `X-Meshemu-Token` (a cookie goes with any request the browser makes, a
+  header only with the page's own), a JSON body, and, when the browser
+  sends one, an `Origin` of this server: another page open in the same
+  browser cannot drive the lab.
 """
 
 from __future__ import annotations
@@ -51,7 +57,11 @@ class ViewServer:
             self.socket.close()
             raise MeshemuError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
         self.port = self.socket.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/"
+        self.origin = f"http://127.0.0.1:{self.port}"
+        # The address to open: the only place the secret is shown.
+        self.url = f"{self.origin}/?token={self.token}"
+        # Cookies are per host, not per port: one name per server.
+        self._cookie = f"meshemu-view-{self.port}"
         self._hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
         self._origins = {f"http://{host}" for host in self._hosts}
 
@@ -95,19 +105,31 @@ class ViewServer:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.headers.get("Host") not in self._hosts:
             raise web.HTTPForbidden(text="this server answers only to 127.0.0.1 and localhost\n")
-        if request.method not in ("GET", "HEAD"):
+        if request.method in ("GET", "HEAD"):
+            offered = (request.query.get("token"), request.cookies.get(self._cookie), request.headers.get(TOKEN_HEADER))
+            if not any(self._is_token(value) for value in offered):
+                raise web.HTTPForbidden(text="open the address `meshemu view` printed: it carries this server's "
+                                             "secret\n")
+        else:
             origin = request.headers.get("Origin")
             if origin is not None and origin not in self._origins:
                 raise web.HTTPForbidden(text=f"requests from {origin} are refused\n")
-            if not hmac.compare_digest(request.headers.get(TOKEN_HEADER, "").encode(), self.token.encode()):
+            if not self._is_token(request.headers.get(TOKEN_HEADER)):
                 raise web.HTTPForbidden(text=f"missing or wrong {TOKEN_HEADER}\n")
             if request.content_type != "application/json":
                 raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)\n")
         return await handler(request)
 
+    def _is_token(self, value: str | None) -> bool:
+        return value is not None and hmac.compare_digest(value.encode(), self.token.encode())
+
     async def _index(self, request: web.Request) -> web.Response:
+        """The page, with the secret its POSTs carry, and the cookie that
+        lets its assets, frames and counters through."""
         page = (STATIC / "index.html").read_text().replace("{{token}}", self.token)
-        return web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
+        response = web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
+        response.set_cookie(self._cookie, self.token, path="/", httponly=True, samesite="Strict")
+        return response
 
     async def _meta(self, request: web.Request) -> web.Response:
         return web.json_response(self.source.meta)
@@ -180,9 +202,11 @@ class ViewServer:
 
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """The page loads nothing from elsewhere and may not be framed."""
+    """The page loads nothing from elsewhere, may not be framed and names
+    its address (with the secret) to nobody."""
     response.headers["Content-Security-Policy"] = "default-src 'self'; frame-ancestors 'none'"
     response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
 
 
 async def _json_object(request: web.Request) -> dict[str, Any]:
