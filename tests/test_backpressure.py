@@ -15,7 +15,7 @@ import pytest
 
 from meshemu.lab import Lab, Node
 from meshemu.medium import find_program
-from meshemu.state import IptablesRule, record_iptables_rule
+from meshemu.state import IptablesRule, record_iptables_rules
 
 BPD = find_program("bpd")
 UDP = find_program("meshemu-udp")
@@ -49,7 +49,7 @@ def start_lab(tmp_path: Path, name: str, nodes: int) -> Lab:
 def start_daemons(lab: Lab, args: list[str], out: Path) -> dict[str, subprocess.Popen]:
     daemons = {}
     for node in lab:
-        record_iptables_rule(lab.run_dir, IptablesRule(node.netns, "mangle", "POSTROUTING", rule()))
+        record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule())])
         stderr = open(out / f"{node.name}.err", "w")
         daemons[node.name] = node.spawn([str(BPD), *args, "--counters", str(out / f"{node.name}.json")], stderr=stderr)
     deadline = time.monotonic() + 10

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import namespaces
 from meshemu import procs
-from meshemu.state import IptablesRule, LabState, ProcessRecord, RUN_ROOT, read_state, record_iptables_rule, write_state
+from meshemu.state import IptablesRule, LabState, ProcessRecord, RUN_ROOT, read_state, record_iptables_rules, write_state
 from meshemu.teardown import teardown
 
 pytestmark = pytest.mark.root
@@ -42,7 +42,7 @@ def crashed_lab():
             Path(f"/etc/netns/{ns}").mkdir(parents=True)
             Path(f"/etc/netns/{ns}/hosts").write_text("10.0.0.1 n0\n")
         rule = IptablesRule(netns[0], "filter", "INPUT", ["-p", "udp", "--dport", "654", "-j", "ACCEPT"])
-        record_iptables_rule(run_dir, rule)  # as a daemon does, before adding it
+        record_iptables_rules(run_dir, [rule])  # as a daemon does, before adding it
         state = read_state(run_dir)
         subprocess.run(["ip", "netns", "exec", netns[0], "iptables", "-t", "filter", "-A", "INPUT", *rule.rule],
                        check=True)

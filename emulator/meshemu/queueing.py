@@ -9,7 +9,7 @@
 Any mode but fifo runs bpd (routing/backpressure) in every node once the
 medium and the routing daemons are up (`start`), so the daemon, not the
 interface queue, decides the order in which packets leave. bpd's iptables
-rule is recorded with `record_iptables_rule` before it starts; the daemons
+rule is recorded with `record_iptables_rules` before it starts; the daemons
 are started with `Node.spawn`, so `down` (and `meshemu cleanup`) stop them by
 PID. With knowledge `overhear` (bpd's default in backpressure mode) every
 node must be promiscuous: the topology makes it so (topology.py).
@@ -31,7 +31,7 @@ from . import medium
 from .choices import BPD_QUEUE_NUM, QueueingChoice
 from .errors import LabError
 from .pluginapi import PluginLab
-from .state import IptablesRule, record_iptables_rule
+from .state import IptablesRule, record_iptables_rules
 
 CHOICE_FILE = "queueing.json"
 PROGRAM = "bpd"
@@ -80,7 +80,7 @@ def start(lab: PluginLab) -> None:
         directory = _node_dir(lab, node.name)
         counters = directory / COUNTERS
         counters.unlink(missing_ok=True)
-        record_iptables_rule(lab.run_dir, IptablesRule(node.netns, "mangle", "POSTROUTING", rule()))
+        record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule())])
         with open(directory / LOG, "wb") as log:
             process = node.spawn(choice.argv(program, counters, lab.run_dir / ORACLE), stderr=log)
         started.append((node.name, process, counters))

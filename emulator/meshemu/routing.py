@@ -19,7 +19,7 @@ description the same way for every kind: `start(lab)` once the medium is
 ready, the counters, the run's outputs. Daemons are started with
 `Node.spawn` (recorded in the lab state, stopped by PID at down); iptables
 rules a daemon lists with `--print-rules` are recorded with
-`record_iptables_rule` before it starts, so `meshemu cleanup` removes them
+`record_iptables_rules` before it starts, so `meshemu cleanup` removes them
 after a crash.
 
 Per node, under `run_dir/nodes/<node>/`: `aodvd.toml`, `aodvd.log` (JSON
@@ -42,7 +42,7 @@ from typing import Any
 from .choices import ROUTING_KINDS, RoutingChoice
 from .errors import LabError
 from .pluginapi import PluginLab, PluginNode, PluginProcess
-from .state import IptablesRule, record_iptables_rule
+from .state import IptablesRule, record_iptables_rules
 
 CHOICE_FILE = "routing.json"
 READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
@@ -83,9 +83,8 @@ def start(lab: PluginLab) -> None:
             listing = node.run(argv + ["--print-rules"], timeout=10)
             if listing.returncode != 0:
                 raise LabError(f"{kind.daemon} refused its configuration on {node.name}: {listing.stderr.strip()}")
-            for rule in json.loads(listing.stdout):
-                record_iptables_rule(lab.run_dir,
-                                     IptablesRule(node.netns, rule["table"], rule["chain"], rule["rule"]))
+            record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, rule["table"], rule["chain"], rule["rule"])
+                                                for rule in json.loads(listing.stdout)])
         (directory / kind.ready_file).unlink(missing_ok=True)
         with open(directory / kind.log, "wb") as log:
             process = node.spawn(argv, stderr=log)

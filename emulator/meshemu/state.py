@@ -14,7 +14,7 @@ Format (version 1):
     processes     [{pid, start_time, role: "medium" | "node", node, argv}],
     iptables      [{netns (null = the host), table, chain, rule: [args], binary}]:
                   rules to delete at cleanup (daemons add theirs with
-                  `record_iptables_rule`),
+                  `record_iptables_rules`),
     arp_entries   the room the lab's nodes need in the host's ARP table
                   (arptable.py).
 """
@@ -26,7 +26,7 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -78,7 +78,10 @@ class LabState:
     version: int = VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # The records' own fields, not asdict's deep copies: a lab of 169
+        # nodes with daemons holds thousands of records, written at each update.
+        return {**vars(self), "processes": [vars(record) for record in self.processes],
+                "iptables": [vars(rule) for rule in self.iptables]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "LabState":
@@ -131,11 +134,12 @@ def read_state(run_dir: Path) -> LabState:
 
 
 def write_state(state: LabState) -> None:
-    """Atomically replace the state file."""
+    """Atomically replace the state file (one line: json's C encoder, which
+    `indent` would turn off)."""
     path = Path(state.run_dir) / STATE_FILE
     temporary = path.with_name(f".{STATE_FILE}.{os.getpid()}.tmp")
     with open(temporary, "w") as file:
-        json.dump(state.to_json(), file, indent=1)
+        file.write(json.dumps(state.to_json()))
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
@@ -158,7 +162,8 @@ def record_process(run_dir: Path, record: ProcessRecord) -> None:
         state.processes.append(record)
 
 
-def record_iptables_rule(run_dir: Path, rule: IptablesRule) -> None:
-    """Record a rule *before* adding it, so that cleanup deletes it."""
+def record_iptables_rules(run_dir: Path, rules: list[IptablesRule]) -> None:
+    """Record rules *before* adding them, so that cleanup deletes them (a
+    daemon's all at once: each update rewrites the whole state)."""
     with updating(run_dir) as state:
-        state.iptables.append(rule)
+        state.iptables.extend(rules)
