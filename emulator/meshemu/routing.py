@@ -45,7 +45,7 @@ from .pluginapi import PluginLab, PluginNode, PluginProcess
 from .state import IptablesRule, record_iptables_rules
 
 CHOICE_FILE = "routing.json"
-READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to come up
+READY_TIMEOUT = 20.0  # seconds a daemon may take to be ready after the one before it
 
 
 def saved_choice(run_dir: Path) -> RoutingChoice:
@@ -65,14 +65,15 @@ def node_dir(lab: PluginLab, node: PluginNode) -> Path:
 
 def start(lab: PluginLab) -> None:
     """Starts the routing daemon of `lab.routing` in every node (after the
-    medium is ready), each once the one before is ready, and records the
-    choice for `Lab.attach`."""
+    medium is ready), all at once, waits until each is ready, and records
+    the choice for `Lab.attach`."""
     choice: RoutingChoice = lab.routing
     (lab.run_dir / CHOICE_FILE).write_text(json.dumps(choice.to_json()))
     kind = choice.kind
     if kind.daemon is None:
         return
     program = kind.program()
+    started = []
     for node in lab:
         directory = node_dir(lab, node)
         for name, text in kind.node_files(choice.options, directory, int(lab.config["medium"]["seed"]),
@@ -87,8 +88,11 @@ def start(lab: PluginLab) -> None:
                                                 for rule in json.loads(listing.stdout)])
         (directory / kind.ready_file).unlink(missing_ok=True)
         with open(directory / kind.log, "wb") as log:
-            process = node.spawn(argv, stderr=log)
-        _wait_for(lab, node, process, directory / kind.ready_file, kind.log)
+            started.append((node, node.spawn(argv, stderr=log), directory / kind.ready_file))
+    # Each daemon gets READY_TIMEOUT from when the one before it was ready:
+    # on a large lab they come up side by side, each as its rules are added.
+    for node, process, ready_file in started:
+        _wait_for(lab, node, process, ready_file, kind.log)
 
 
 def _wait_for(lab: PluginLab, node: PluginNode, process: PluginProcess, ready_file: Path, log_name: str) -> None:
