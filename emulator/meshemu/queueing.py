@@ -75,12 +75,13 @@ def start(lab: PluginLab) -> None:
     if not choice.runs_daemon:
         return
     program = str(medium.find_program(PROGRAM))
+    # Every node's rule in one update of the state, before any is added.
+    record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule()) for node in lab])
     started = []
     for node in lab:
         directory = _node_dir(lab, node.name)
         counters = directory / COUNTERS
         counters.unlink(missing_ok=True)
-        record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule())])
         with open(directory / LOG, "wb") as log:
             process = node.spawn(choice.argv(program, counters, lab.run_dir / ORACLE), stderr=log)
         started.append((node.name, process, counters))

@@ -163,7 +163,9 @@ def record_process(run_dir: Path, record: ProcessRecord) -> None:
 
 
 def record_iptables_rules(run_dir: Path, rules: list[IptablesRule]) -> None:
-    """Record rules *before* adding them, so that cleanup deletes them (a
-    daemon's all at once: each update rewrites the whole state)."""
+    """Record rules *before* adding them, so that cleanup deletes them (as
+    many at once as can be: each update rewrites the whole state)."""
+    if not rules:
+        return
     with updating(run_dir) as state:
         state.iptables.extend(rules)
