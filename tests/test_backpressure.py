@@ -48,8 +48,8 @@ def start_lab(tmp_path: Path, name: str, nodes: int) -> Lab:
 
 def start_daemons(lab: Lab, args: list[str], out: Path) -> dict[str, subprocess.Popen]:
     daemons = {}
+    record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule()) for node in lab])
     for node in lab:
-        record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule())])
         stderr = open(out / f"{node.name}.err", "w")
         daemons[node.name] = node.spawn([str(BPD), *args, "--counters", str(out / f"{node.name}.json")], stderr=stderr)
     deadline = time.monotonic() + 10
