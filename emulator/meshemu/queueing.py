@@ -30,6 +30,7 @@ from typing import Any
 from . import medium
 from .choices import BPD_QUEUE_NUM, QueueingChoice
 from .errors import LabError
+from .nodedaemons import Started, node_dir, wait_until_ready
 from .pluginapi import PluginLab
 from .state import IptablesRule, record_iptables_rules
 
@@ -38,7 +39,6 @@ PROGRAM = "bpd"
 COUNTERS = "bpd.json"
 LOG = "bpd.log"
 ORACLE = "bpd-oracle"
-READY_TIMEOUT = 20.0  # seconds for every daemon of a lab to write its first counters
 STOP_TIMEOUT = 10.0  # seconds for every daemon to hand back its packets and write its last counters
 # Per-flow counters a run record keeps (routing/backpressure/README.md, "Counters").
 FLOW_COUNTERS = ("enqueued", "released", "dropped_limit", "dropped_full", "dropped_age", "held_packets",
@@ -60,12 +60,6 @@ def rule() -> list[str]:
     return ["-o", "wlan0", "-j", "NFQUEUE", "--queue-num", str(BPD_QUEUE_NUM), "--queue-bypass"]
 
 
-def _node_dir(lab: PluginLab, name: str) -> Path:
-    path = lab.run_dir / "nodes" / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def start(lab: PluginLab) -> None:
     """Starts bpd in every node of the lab (unless the choice is fifo) and
     waits until each has written its counters; records the choice for
@@ -79,21 +73,14 @@ def start(lab: PluginLab) -> None:
     record_iptables_rules(lab.run_dir, [IptablesRule(node.netns, "mangle", "POSTROUTING", rule()) for node in lab])
     started = []
     for node in lab:
-        directory = _node_dir(lab, node.name)
+        directory = node_dir(lab, node.name)
         counters = directory / COUNTERS
         counters.unlink(missing_ok=True)
         with open(directory / LOG, "wb") as log:
             process = node.spawn(choice.argv(program, counters, lab.run_dir / ORACLE), stderr=log)
-        started.append((node.name, process, counters))
-    deadline = time.monotonic() + READY_TIMEOUT
-    for name, process, counters in started:
-        while not counters.exists():
-            status = process.poll()
-            if status is not None or time.monotonic() > deadline:
-                log = (lab.run_dir / "nodes" / name / LOG).read_text(errors="replace").strip()[-1500:]
-                what = f"exited with status {status}" if status is not None else f"was not ready after {READY_TIMEOUT:.0f} s"
-                raise LabError(f"bpd on {name} {what}: {log or '(no output)'}")
-            time.sleep(0.01)
+        # bpd is ready once it has written its first counters.
+        started.append(Started(node.name, process, counters, directory / LOG))
+    wait_until_ready(started)
 
 
 def counters(lab: PluginLab) -> dict[str, dict[str, Any]]:

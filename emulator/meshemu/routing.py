@@ -41,11 +41,11 @@ from typing import Any
 
 from .choices import ROUTING_KINDS, RoutingChoice
 from .errors import LabError
-from .pluginapi import PluginLab, PluginNode, PluginProcess
+from .nodedaemons import Started, node_dir, wait_until_ready
+from .pluginapi import PluginLab
 from .state import IptablesRule, record_iptables_rules
 
 CHOICE_FILE = "routing.json"
-READY_TIMEOUT = 20.0  # seconds a daemon may take to be ready after the one before it
 
 
 def saved_choice(run_dir: Path) -> RoutingChoice:
@@ -55,12 +55,6 @@ def saved_choice(run_dir: Path) -> RoutingChoice:
         return RoutingChoice(data["name"], data["options"])
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return RoutingChoice("static")
-
-
-def node_dir(lab: PluginLab, node: PluginNode) -> Path:
-    path = lab.run_dir / "nodes" / node.name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def start(lab: PluginLab) -> None:
@@ -75,7 +69,7 @@ def start(lab: PluginLab) -> None:
     program = kind.program()
     started = []
     for node in lab:
-        directory = node_dir(lab, node)
+        directory = node_dir(lab, node.name)
         for name, text in kind.node_files(choice.options, directory, int(lab.config["medium"]["seed"]),
                                           node.index).items():
             (directory / name).write_text(text)
@@ -88,24 +82,9 @@ def start(lab: PluginLab) -> None:
                                                 for rule in json.loads(listing.stdout)])
         (directory / kind.ready_file).unlink(missing_ok=True)
         with open(directory / kind.log, "wb") as log:
-            started.append((node, node.spawn(argv, stderr=log), directory / kind.ready_file))
-    # Each daemon gets READY_TIMEOUT from when the one before it was ready:
-    # on a large lab they come up side by side, each as its rules are added.
-    for node, process, ready_file in started:
-        _wait_for(lab, node, process, ready_file, kind.log)
-
-
-def _wait_for(lab: PluginLab, node: PluginNode, process: PluginProcess, ready_file: Path, log_name: str) -> None:
-    """Until `ready_file` exists; a daemon that exits first is an error with its log."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    while not ready_file.exists():
-        status = process.poll()
-        if status is not None or time.monotonic() > deadline:
-            log = node_dir(lab, node) / log_name
-            tail = log.read_text(errors="replace").strip()[-1500:] if log.exists() else ""
-            what = f"exited with status {status}" if status is not None else f"was not ready after {READY_TIMEOUT:.0f} s"
-            raise LabError(f"{Path(process.argv[0]).name} on {node.name} {what}: {tail or '(no output)'}")
-        time.sleep(0.01)
+            process = node.spawn(argv, stderr=log)
+        started.append(Started(node.name, process, directory / kind.ready_file, directory / kind.log))
+    wait_until_ready(started)
 
 
 # --- counters -------------------------------------------------------------------------
