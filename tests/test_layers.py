@@ -25,7 +25,7 @@ CONFIGURATION = {
 RUNTIME = {
     "__init__", "__main__", "cli", "cli.common", "cli.labs", "cli.files", "cli.experiments", "cli.cluster",
     "cli.vm", "state", "teardown", "leftovers", "arptable", "kernelstats", "pluginapi", "lab", "backends", "hwsim",
-    "routing", "queueing", "simfile", "vm", "vmguest",
+    "nodedaemons", "routing", "queueing", "simfile", "vm", "vmguest",
     "experiment", "experiment.execute", "experiment.runner", "experiment.cluster", "experiment.clusterhost",
     "experiment.results", "experiment.metrics", "experiment.cpu", "experiment.pcap", "experiment.report",
     "experiment.stats", "experiment.demo",
