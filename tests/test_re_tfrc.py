@@ -139,17 +139,17 @@ def test_re_tfrc_settings_reach_the_tool_and_plain_tfrc_leaves_them_out(write):
 @pytest.mark.root
 def test_re_tfrc_keeps_the_rtt_below_tfrc_on_a_short_chain(tmp_path):
     """hops.yaml on a 3-hop chain (4 nodes), its three seeds: a TFRC and an
-    RE-TFRC flow of 30 s each per seed, the first 10 s left out (about
-    3.5 min in all), compared over the three seeds. What the controller guarantees: it holds the first
-    node's queue short (TFRC's equation lets it grow to 540-640 ms of RTT
-    at a loss event rate near 0.2 %), and it does so without giving up the
-    chain: its cuts are shallow enough that the queue does not run dry.
-    How much throughput that costs is a study figure with a spread, not a
-    guarantee: per seed 0.94-1.01 of TFRC's, and the mean of these three
-    seeds fell to 0.94, below the issue's 0.95, in a fresh-clone CI run on
-    2026-11-26 (experiments/re-tfrc/README.md, "The CI test", has the
-    runs). The throughput bound tells our shallow cuts from ns-2's full
-    decrease, which kept 0.87-0.89 of TFRC's at 4 hops."""
+    RE-TFRC flow of 30 s each per seed, the first 10 s left out (about 3.5 min
+    in all), compared over the three seeds. What the controller guarantees: it
+    holds the first node's queue short (TFRC's equation lets it grow to 540-640
+    ms of RTT at a loss event rate near 0.2 %), and it does so without giving up
+    the chain: its cuts are shallow enough that the queue does not run dry. How
+    much throughput that costs is a study figure with a spread, not a guarantee:
+    per seed 0.94-1.01 of TFRC's, and the mean of these three seeds fell to
+    0.94, below the issue's 0.95, in a fresh-clone CI run on 2026-11-26
+    (experiments/re-tfrc/README.md, "The CI test", has the runs). The throughput
+    bound tells our shallow cuts from ns-2's full decrease, which kept 0.87-0.89
+    of TFRC's at 4 hops."""
     out = tmp_path / "results"
     result = subprocess.run(
         [sys.executable, "-m", "meshemu", "run", str(STUDY / "hops.yaml"), "--set", "sweep.topology.generate.n=[4]",
