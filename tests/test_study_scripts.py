@@ -435,15 +435,18 @@ def drop(node: str, length: int, kind: str) -> dict[str, Any]:
     return {"event": "drop", "time_ns": 1, "node": node, "len": length, "outcome": {"kind": kind}}
 
 
-def test_drop_lengths_counts_retry_drops_by_length_and_node(tmp_path):
+def test_drop_lengths_counts_drops_by_kind_length_and_node(tmp_path):
     path, thread = medium_sending(tmp_path, [{"ok": True}, drop("n1", 1480, "retry_drop"),
                                              drop("n1", 48, "retry_drop"), drop("n2", 1480, "retry_drop"),
-                                             drop("n2", 1480, "queue_drop")])
+                                             drop("n2", 1480, "queue_drop"), drop("n2", 68, "link_drop"),
+                                             drop("n2", 68, "link_drop")])
     counts = drop_lengths.count(path)
     thread.join()
-    assert counts["events"] == {"retry_drop": 3, "queue_drop": 1}
-    assert counts["retry_drops_by_length"] == {"48": 1, "1480": 2}
-    assert counts["retry_drops_by_node"] == {"n1": 2, "n2": 1}
+    assert counts["events"] == {"retry_drop": 3, "queue_drop": 1, "link_drop": 2}
+    assert counts["by_length"] == {"retry_drop": {"48": 1, "1480": 2}, "queue_drop": {"1480": 1},
+                                   "link_drop": {"68": 2}}
+    assert counts["by_length_and_node"]["retry_drop"] == {"48": {"n1": 1}, "1480": {"n1": 1, "n2": 1}}
+    assert counts["by_length_and_node"]["link_drop"] == {"68": {"n2": 2}}
 
 
 def test_drop_lengths_refuses_counts_with_events_lost(tmp_path):

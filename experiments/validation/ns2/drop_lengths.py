@@ -1,18 +1,20 @@
-"""Counts a lab's frames dropped at the retry limit by their network length,
-to set beside the packet types of ns-2's `D MAC RET` lines.
+"""Counts a lab's dropped frames by kind, network length and node, to set
+beside the packet types and nodes of ns-2's `D` lines.
 
 Waits for the next lab to come up (a new control socket under
 /run/meshemu), subscribes to its `drop` events (emulator/README.md §6) and,
 when the lab goes down, writes the counts as JSON: the events of each kind
-(`retry_drop`, `queue_drop`, `link_drop`) and the retry drops by network
-length and by node. Start it as root just before `meshemu run` of one run:
+(`retry_drop` at the retry limit, `queue_drop` at a full queue, `link_drop`
+flushed after a failure to the same next hop) and, for each kind, the
+drops by network length and node. Start it as root just before `meshemu run` of one run:
 
     python experiments/validation/ns2/drop_lengths.py OUT.json &
     meshemu run FILE --only ... --set "seeds=[1]" --out DIR
     wait
 
 In grid13-floods.yaml a length of 1480 is a flood packet, 48 an AODV RREP,
-28 an ARP packet.
+28 an ARP packet; in grid13-udp-clients.yaml's `two-way` case 68 is a
+packet from n84 back to a client.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def next_lab(known: set[Path], timeout_s: float) -> Path:
 
 def count(path: Path) -> dict[str, object]:
     events: collections.Counter[str] = collections.Counter()
-    by_length: collections.Counter[int] = collections.Counter()
-    by_node: collections.Counter[str] = collections.Counter()
+    # kind -> length -> node -> drops
+    drops: dict[str, dict[int, collections.Counter[str]]] = collections.defaultdict(
+        lambda: collections.defaultdict(collections.Counter))
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(str(path))
         connection.sendall(b'{"op": "subscribe", "events": ["drop"]}\n')
@@ -57,12 +60,13 @@ def count(path: Path) -> dict[str, object]:
                 continue  # the subscription's acknowledgement
             kind = event["outcome"]["kind"]
             events[kind] += 1
-            if kind == "retry_drop":
-                by_length[event["len"]] += 1
-                by_node[event["node"]] += 1
+            drops[kind][event["len"]][event["node"]] += 1
     return {"lab": str(path.parent), "events": dict(events),
-            "retry_drops_by_length": {str(k): v for k, v in sorted(by_length.items())},
-            "retry_drops_by_node": dict(by_node.most_common())}
+            "by_length": {kind: {str(length): sum(nodes.values()) for length, nodes in sorted(lengths.items())}
+                          for kind, lengths in drops.items()},
+            "by_length_and_node": {kind: {str(length): dict(nodes.most_common())
+                                          for length, nodes in sorted(lengths.items())}
+                                   for kind, lengths in drops.items()}}
 
 
 def main() -> None:
