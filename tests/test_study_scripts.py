@@ -1,6 +1,6 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
 counters.py, experiments/re-tfrc/tables.py,
-experiments/validation/ns2/drop_lengths.py, rreq_origins.py, flow_drops.py) on small hand-made results:
+experiments/validation/ns2/frame_lengths.py, rreq_origins.py, flow_drops.py) on small hand-made results:
 records with only the keys the scripts read, run files as `meshemu run`
 writes them, and the expected figures computed by hand in the comments."""
 
@@ -35,7 +35,7 @@ def study_script(path: str):
 analyse = study_script("copas/analyse.py")
 counters = study_script("copas/counters.py")
 tables = study_script("re-tfrc/tables.py")
-drop_lengths = study_script("validation/ns2/drop_lengths.py")
+frame_lengths = study_script("validation/ns2/frame_lengths.py")
 rreq_origins = study_script("validation/ns2/rreq_origins.py")
 flow_drops = study_script("validation/ns2/flow_drops.py")
 
@@ -412,10 +412,12 @@ def test_constrained_rate_has_a_row_per_cap_over_the_seeds(capsys):
     assert high["MAC drops %"] == "5.00"
 
 
-# --- experiments/validation/ns2/drop_lengths.py ---------------------------------------------------
+# --- experiments/validation/ns2/frame_lengths.py ---------------------------------------------------
 
-def medium_sending(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[Path, threading.Thread]:
-    """A control socket that answers a subscription with `lines`, then closes, as a medium going down."""
+def medium_sending(tmp_path: Path, lines: list[dict[str, Any]],
+                   events: list[str]) -> tuple[Path, threading.Thread]:
+    """A control socket that answers a subscription to `events` with `lines`, then closes, as a medium
+    going down."""
     path = tmp_path / "control.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
@@ -423,7 +425,7 @@ def medium_sending(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[Path, t
 
     def serve():
         with server, server.accept()[0] as client:
-            assert json.loads(client.makefile("rb").readline()) == {"op": "subscribe", "events": ["drop"]}
+            assert json.loads(client.makefile("rb").readline()) == {"op": "subscribe", "events": events}
             client.sendall("".join(json.dumps(line) + "\n" for line in lines).encode())
 
     thread = threading.Thread(target=serve)
@@ -435,12 +437,12 @@ def drop(node: str, length: int, kind: str) -> dict[str, Any]:
     return {"event": "drop", "time_ns": 1, "node": node, "len": length, "outcome": {"kind": kind}}
 
 
-def test_drop_lengths_counts_drops_by_kind_length_and_node(tmp_path):
+def test_frame_lengths_counts_drops_by_kind_length_and_node(tmp_path):
     path, thread = medium_sending(tmp_path, [{"ok": True}, drop("n1", 1480, "retry_drop"),
                                              drop("n1", 48, "retry_drop"), drop("n2", 1480, "retry_drop"),
                                              drop("n2", 1480, "queue_drop"), drop("n2", 68, "link_drop"),
-                                             drop("n2", 68, "link_drop")])
-    counts = drop_lengths.count(path)
+                                             drop("n2", 68, "link_drop")], ["drop"])
+    counts = frame_lengths.count(path, ["drop"])
     thread.join()
     assert counts["events"] == {"retry_drop": 3, "queue_drop": 1, "link_drop": 2}
     assert counts["by_length"] == {"retry_drop": {"48": 1, "1480": 2}, "queue_drop": {"1480": 1},
@@ -449,11 +451,30 @@ def test_drop_lengths_counts_drops_by_kind_length_and_node(tmp_path):
     assert counts["by_length_and_node"]["link_drop"] == {"68": {"n2": 2}}
 
 
-def test_drop_lengths_refuses_counts_with_events_lost(tmp_path):
+def test_frame_lengths_counts_frames_sent_and_received_but_not_overheard(tmp_path):
+    def rx(node: str, length: int, overheard: bool) -> dict[str, Any]:
+        return {"event": "rx", "time_ns": 1, "node": node, "from": "n1", "len": length, "rx_power_dbm": -60.0,
+                "sinr_db": 30.0, "overheard": overheard}
+
+    def tx(node: str, length: int, kind: str) -> dict[str, Any]:
+        return {"event": "tx", "time_ns": 1, "node": node, "len": length, "outcome": {"kind": kind}}
+
+    events = ["tx", "rx", "drop"]
+    path, thread = medium_sending(tmp_path, [{"ok": True}, tx("n1", 68, "acked"), rx("n2", 68, False),
+                                             rx("n3", 68, True), tx("n2", 52, "broadcast"),
+                                             drop("n2", 68, "retry_drop")], events)
+    counts = frame_lengths.count(path, events)
+    thread.join()
+    assert counts["events"] == {"acked": 1, "rx": 1, "broadcast": 1, "retry_drop": 1}
+    assert counts["by_length_and_node"]["rx"] == {"68": {"n2": 1}}
+    assert counts["by_length_and_node"]["acked"] == {"68": {"n1": 1}}
+
+
+def test_frame_lengths_refuses_counts_with_events_lost(tmp_path):
     path, thread = medium_sending(tmp_path, [{"ok": True}, drop("n1", 1480, "retry_drop"),
-                                             {"event": "dropped", "count": 7}])
+                                             {"event": "dropped", "count": 7}], ["drop"])
     with pytest.raises(SystemExit, match="lost 7 events"):
-        drop_lengths.count(path)
+        frame_lengths.count(path, ["drop"])
     thread.join()
 
 
