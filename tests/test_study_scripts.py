@@ -1,8 +1,9 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
 counters.py, experiments/re-tfrc/tables.py,
-experiments/validation/ns2/frame_lengths.py, rreq_origins.py, flow_drops.py) on small hand-made results:
-records with only the keys the scripts read, run files as `meshemu run`
-writes them, and the expected figures computed by hand in the comments."""
+experiments/validation/ns2/frame_lengths.py, rreq_origins.py, flow_drops.py,
+packet_fates.py) on small hand-made results: records with only the keys the
+scripts read, run files as `meshemu run` writes them, and the expected
+figures computed by hand in the comments."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ tables = study_script("re-tfrc/tables.py")
 frame_lengths = study_script("validation/ns2/frame_lengths.py")
 rreq_origins = study_script("validation/ns2/rreq_origins.py")
 flow_drops = study_script("validation/ns2/flow_drops.py")
+packet_fates = study_script("validation/ns2/packet_fates.py")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -499,6 +501,56 @@ def test_flow_drops_accounts_for_one_flows_segments_and_acks_in_the_window():
     assert found.sent == {5: 2} and found.received == {5}
     assert found.drops["data"] == {(87, "mac_ret"): 1}  # the collision copy at n86 is no loss
     assert found.drops["ack"] == {(85, "rtr_cbk"): 1}
+
+
+# --- experiments/validation/ns2/packet_fates.py --------------------------------------------------
+
+NS2_CBR_LINES = [
+    # Packet 1 of 84:8 -> 0:1: lost at the retry limit at relay n71, which AODV logs again as flushed.
+    "s 12.0 _84_ AGT  --- 1 cbr 48 [0 0 0 0] ------- [84:8 0:1 32 0] [1] 0 0",
+    "s 12.0 _84_ RTR  --- 1 cbr 68 [0 0 0 0] ------- [84:8 0:1 30 71] [1] 0 0",
+    "D 12.1 _71_ MAC  RET 1 cbr 68 [13a 3a 47 800] ------- [84:8 0:1 29 58] [1] 1 0",
+    "D 12.1 _71_ RTR  CBK 1 cbr 68 [13a 3a 47 800] ------- [84:8 0:1 29 58] [1] 1 0",
+    # Packet 2: flushed at the source with another's failure; packet 3: a full queue at n80.
+    "s 12.7 _84_ AGT  --- 2 cbr 48 [0 0 0 0] ------- [84:8 0:1 32 0] [2] 0 0",
+    "D 12.8 _84_ RTR  CBK 2 cbr 68 [0 0 0 0] ------- [84:8 0:1 30 71] [2] 0 0",
+    "s 13.4 _84_ AGT  --- 3 cbr 48 [0 0 0 0] ------- [84:8 0:1 32 0] [3] 0 0",
+    "D 13.5 _80_ IFQ  --- 3 cbr 68 [0 0 0 0] ------- [84:8 0:1 28 67] [3] 2 0",
+    # Packet 4 held while AODV searched, released later and dropped without a route at n85, a
+    # collision copy on its way; packet 5 delivered; packet 6 sent after the window, lost.
+    "s 14.0 _84_ AGT  --- 4 cbr 48 [0 0 0 0] ------- [84:9 90:1 32 0] [4] 0 0",
+    "s 14.3 _84_ RTR  --- 4 cbr 68 [0 0 0 0] ------- [84:9 90:1 30 85] [4] 0 0",
+    "D 14.3 _86_ MAC  COL 4 cbr 68 [13a 55 54 800] ------- [84:9 90:1 30 85] [4] 0 0",
+    "D 14.4 _85_ RTR  NRTE 4 cbr 68 [13a 55 54 800] ------- [84:9 90:1 29 0] [4] 1 0",
+    "s 14.7 _84_ AGT  --- 5 cbr 48 [0 0 0 0] ------- [84:9 90:1 32 0] [5] 0 0",
+    "r 14.8 _90_ AGT  --- 5 cbr 68 [13a 5a 59 800] ------- [84:9 90:1 25 90] [5] 6 0",
+    "s 151.0 _84_ AGT  --- 6 cbr 48 [0 0 0 0] ------- [84:9 90:1 32 0] [6] 0 0",
+    # Another node's packet.
+    "D 14.5 _85_ RTR  NRTE 7 cbr 1488 [13a 55 54 800] ------- [80:0 88:0 29 0] [9] 1 0",
+]
+
+
+def test_packet_fates_follows_each_lost_ns2_packet_to_its_end():
+    fates = packet_fates.ns2_fates(NS2_CBR_LINES, 84, (12.0, 150.0))
+    assert (fates.sent, fates.lost) == (5, 4)
+    assert (fates.retry_src, fates.retry_relay, fates.flushed_src, fates.flushed_relay, fates.queue) == (0, 1, 1, 0, 1)
+    assert fates.other == 1 and fates.other_reasons == {"RTR NRTE": 1} and fates.no_route_held == 1
+    assert fates.line().endswith("other 1 (RTR NRTE 1, 1 of them held by the source)")
+
+
+def test_packet_fates_takes_a_lab_runs_drops_of_the_flows_length_by_node():
+    record = {"run_id": "r1", "metrics": {"flows": [
+        {"name": "a0", "packets_sent": 100, "packets_received": 80},
+        {"name": "a6", "packets_sent": 100, "packets_received": 70},
+        {"name": "c0", "packets_sent": 100, "packets_received": 10}]}}
+    counts = {"by_length_and_node": {"retry_drop": {"68": {"n84": 4, "n71": 6}, "1488": {"n84": 50}},
+                                     "link_drop": {"68": {"n84": 9, "n85": 1}}}}
+    fates = packet_fates.lab_fates(record, counts, "n84", ["a0", "a6"], 68)
+    assert (fates.sent, fates.lost) == (200, 50)
+    assert (fates.retry_src, fates.retry_relay, fates.flushed_src, fates.flushed_relay, fates.queue) == (4, 6, 9, 1, 0)
+    assert fates.other == 30 and fates.other_reasons is None
+    with pytest.raises(SystemExit, match="no flow a12"):
+        packet_fates.lab_fates(record, counts, "n84", ["a0", "a12"], 68)
 
 
 # --- experiments/validation/ns2/rreq_origins.py --------------------------------------------------
