@@ -4,18 +4,22 @@ so no lab is late because of another). A small sweep gets the same records
 as a local run; a worker of another meshemu is refused; a worker killed
 mid-run loses nothing, its run runs again on the other worker and its lab is
 removed when it comes back; a worker stopped with SIGTERM tears its lab down
-first; Ctrl-C on the head stops the remote lab."""
+first; Ctrl-C on the head stops the remote lab; nothing is served outside
+the cluster's TLS."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -76,8 +80,7 @@ class Hosts:
         self.secret = directory / "secret.pem"
         self.address = f"tls://127.0.0.1:{free_port()}"
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self.start("scheduler", ["scheduler", "--port", self.address.rsplit(":", 1)[1],
-                                 "--dashboard", f"127.0.0.1:{free_port()}"], "scheduler at tls://")
+        self.start("scheduler", ["scheduler", "--port", self.address.rsplit(":", 1)[1]], "scheduler at tls://")
 
     def log(self, name: str) -> str:
         return (self.directory / f"{name}.log").read_text(errors="replace")
@@ -166,6 +169,31 @@ def running_lab(hosts: Hosts) -> tuple[str, str]:
 
 @pytest.mark.root
 @pytest.mark.slow
+def listeners(pid: int) -> set[tuple[str, int]]:
+    """The TCP addresses and ports process `pid` listens on."""
+    lines = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout.splitlines()
+    found = set()
+    for line in lines:
+        if f"pid={pid}," in line:
+            host, _, port = line.split()[3].rpartition(":")
+            found.add((host, int(port)))
+    return found
+
+
+def test_the_cluster_serves_nothing_outside_its_tls(hosts):
+    # Beside the TLS port it announced, each process has Dask's HTTP server (dashboard, metrics,
+    # health), which cannot authenticate its client: on loopback, and 404 to every route Dask has.
+    comm_ports = {int(hosts.address.rsplit(":", 1)[1])}
+    comm_ports |= {int(re.search(rf"worker {name} at tls://[^ ]+:(\d+)", hosts.log(name))[1]) for name in ("w1", "w2")}
+    for name in ("scheduler", "w1", "w2"):
+        http = {(host, port) for host, port in listeners(hosts.processes[name].pid) if port not in comm_ports}
+        assert len(http) == 1 and all(host == "127.0.0.1" for host, _ in http), (name, http)
+        for _, port in http:
+            for path in ("/status", "/health", "/metrics", "/info/main/workers.html", "/json/identity.json"):
+                with pytest.raises(urllib.error.HTTPError, match="404"):
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
+
+
 def test_a_sweep_on_the_cluster_records_what_a_local_run_does(hosts, write, tmp_path):
     experiment = write("sweep.yaml", SWEEP)
     # A worker whose meshemu is not the head's (a copy of the package outside this git tree).

@@ -18,8 +18,6 @@ def register(command: AddCommand) -> None:
     sub.add_argument("--listen", default="127.0.0.1", metavar="HOST",
                      help="address to listen on (default: loopback; an address of this host for workers elsewhere)")
     sub.add_argument("--port", type=positive_int, default=clusterhost.PORT)
-    sub.add_argument("--dashboard", default=clusterhost.DASHBOARD, metavar="HOST:PORT",
-                     help="the scheduler's web dashboard (default %(default)s: reach it through ssh -L)")
     secret_option(sub)
 
     sub = command("worker", _worker, "join a cluster and carry out its runs: meshemu worker tls://HEAD:8786")
@@ -33,7 +31,7 @@ def register(command: AddCommand) -> None:
 
 def _scheduler(args: argparse.Namespace) -> int:
     clusterhost.require_dask()
-    clusterhost.serve_scheduler(args.listen, args.port, args.dashboard, args.secret, _announce)
+    clusterhost.serve_scheduler(args.listen, args.port, args.secret, _announce)
     return 0
 
 

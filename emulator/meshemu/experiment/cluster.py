@@ -78,9 +78,6 @@ class Cluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def dashboard(self) -> str | None:
-        return self.client.dashboard_link if self.client.scheduler_info().get("services", {}).get("dashboard") else None
-
     # --- admission ---
 
     def admit(self, needs: Needs) -> int:
@@ -255,9 +252,6 @@ class ClusterRunner(Runner):
         admitted = ", ".join(sorted(self.cluster.names[a] for a in self.cluster.admitted))
         self.console.print(f"cluster {self.cluster.address}: {slots} lab slot{'s' if slots != 1 else ''} on "
                            f"{escape(admitted)}; {self.jobs} run{'s' if self.jobs != 1 else ''} at once")
-        dashboard = self.cluster.dashboard()
-        if dashboard:
-            self.console.print(f"the scheduler's dashboard: {dashboard}")
         return Tools()
 
     def lab_prefix(self, run: Run) -> str:

@@ -44,7 +44,10 @@ from .results import software_version
 # The Dask resource of a lab slot: every run takes one.
 SLOT = "lab"
 PORT = 8786
-DASHBOARD = "127.0.0.1:8787"
+# Dask's scheduler and workers always start an HTTP server (dashboard, metrics, health) that cannot
+# authenticate its client: bound to loopback and given no routes, it answers nothing but 404.
+HTTP_ADDRESS = "127.0.0.1:0"
+NO_HTTP_ROUTES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 DEFAULT_SECRET = Path.home() / ".config" / "meshemu" / "cluster.pem"
 # How many times a run may lose its worker before it counts as failed.
 WORKER_DEATHS = 2
@@ -140,8 +143,8 @@ def tls_address(address: str) -> str:
 
 # --- the scheduler and the workers --------------------------------------------------------------
 
-def serve_scheduler(listen: str, port: int, dashboard: str, secret: Path, announce: Any) -> None:
-    """The Dask scheduler, until Ctrl-C; its dashboard (needs bokeh) on `dashboard`."""
+def serve_scheduler(listen: str, port: int, secret: Path, announce: Any) -> None:
+    """The Dask scheduler, until Ctrl-C; no dashboard (NO_HTTP_ROUTES)."""
     import dask
     from distributed import Scheduler
 
@@ -151,14 +154,13 @@ def serve_scheduler(listen: str, port: int, dashboard: str, secret: Path, announ
     tls = security(secret)
 
     async def serve() -> None:
-        async with Scheduler(host=listen, port=port, protocol="tls", security=tls,
-                             dashboard_address=dashboard) as scheduler:
-            announce(f"scheduler at {scheduler.address}; dashboard http://{dashboard}/status; workers join with: "
-                     f"meshemu worker {scheduler.address}")
+        async with Scheduler(host=listen, port=port, protocol="tls", security=tls, dashboard=False,
+                             dashboard_address=HTTP_ADDRESS) as scheduler:
+            announce(f"scheduler at {scheduler.address}; workers join with: meshemu worker {scheduler.address}")
             await _until_finished_or_signalled(scheduler)
 
     # allowed-failures: how many lost workers a task survives before it errs (KilledWorker).
-    with dask.config.set({"distributed.scheduler.allowed-failures": WORKER_DEATHS - 1}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": WORKER_DEATHS - 1, **NO_HTTP_ROUTES}):
         asyncio.run(serve())
 
 
@@ -169,6 +171,7 @@ def default_slots() -> int:
 
 def serve_worker(address: str, slots: int, name: str, secret: Path, announce: Any) -> None:
     """Join the cluster at `address` with `slots` lab slots, until Ctrl-C or the scheduler ends."""
+    import dask
     from distributed import Worker
     from distributed.utils import get_ip
 
@@ -180,7 +183,7 @@ def serve_worker(address: str, slots: int, name: str, secret: Path, announce: An
 
     async def serve() -> None:
         async with Worker(address, nthreads=slots, resources={SLOT: slots}, name=name, host=host, protocol="tls",
-                          security=tls) as worker:
+                          security=tls, dashboard_address=HTTP_ADDRESS) as worker:
             announce(f"worker {name} at {worker.address}: {slots} lab slot{'s' if slots != 1 else ''}, "
                      f"scheduler {address}")
             if os.geteuid() != 0:
@@ -190,7 +193,8 @@ def serve_worker(address: str, slots: int, name: str, secret: Path, announce: An
                     for stop in _RUNNING:
                         stop.set()  # each run tears its lab down; the scheduler sends it to another worker
 
-    asyncio.run(serve())
+    with dask.config.set(NO_HTTP_ROUTES):
+        asyncio.run(serve())
 
 
 async def _until_finished_or_signalled(server: Any) -> bool:
