@@ -167,8 +167,6 @@ def running_lab(hosts: Hosts) -> tuple[str, str]:
     raise AssertionError("no lab came up on a worker")
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def listeners(pid: int) -> set[tuple[str, int]]:
     """The TCP addresses and ports process `pid` listens on."""
     lines = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout.splitlines()
@@ -180,6 +178,8 @@ def listeners(pid: int) -> set[tuple[str, int]]:
     return found
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_the_cluster_serves_nothing_outside_its_tls(hosts):
     # Beside the TLS port it announced, each process has Dask's HTTP server (dashboard, metrics,
     # health), which cannot authenticate its client: on loopback, and 404 to every route Dask has.
@@ -194,6 +194,8 @@ def test_the_cluster_serves_nothing_outside_its_tls(hosts):
                     urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_a_sweep_on_the_cluster_records_what_a_local_run_does(hosts, write, tmp_path):
     experiment = write("sweep.yaml", SWEEP)
     # A worker whose meshemu is not the head's (a copy of the package outside this git tree).
