@@ -11,13 +11,13 @@ ns-2 (a trace the kept scenario writes again: `ns scenario.tcl` in the
 run's directory): the node's `cbr` packets its agents sent within the
 window; a lost packet ends at its `D MAC RET` line if it has one (ns-2's
 AODV logs the failed packet again as `D RTR CBK`), else at its last drop
-line: `RTR CBK` flushed, `IFQ` a full interface queue, any other reason
-other, listed by reason (`RTR NRTE` no route at a relay, `RTR IFQ` AODV's
-send buffer full, ...; no line: never dropped, as one still queued at the
-end). Of `RTR NRTE`, those AODV had held at the source while it searched a
-route are counted apart: ns-2's AODV releases them 10 ms apart, each
-towards the next hop of the moment it is released. `MAC COL` and `MAC DUP`
-lines are copies, not the packet.
+line: `RTR CBK` flushed, `IFQ` a full interface queue (`IFQ ARP`: ARP's
+one-packet hold), any other reason other, listed by reason (`RTR NRTE` no
+route at a relay, `RTR IFQ` AODV's send buffer full, ...; no line: never
+dropped, as one still queued at the end). Of `RTR NRTE`, those AODV had
+held at the source while it searched a route are counted apart: ns-2's
+AODV releases them 10 ms apart, each towards the next hop of the moment it
+is released. `MAC COL` and `MAC DUP` lines are copies, not the packet.
 
 The lab: each run of DIR's records, the flows' packets sent in the window
 and received from the record, the drops from `frame_lengths.py`'s counts
