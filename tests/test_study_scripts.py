@@ -534,8 +534,8 @@ def test_packet_fates_follows_each_lost_ns2_packet_to_its_end():
     fates = packet_fates.ns2_fates(NS2_CBR_LINES, 84, (12.0, 150.0))
     assert (fates.sent, fates.lost) == (5, 4)
     assert (fates.retry_src, fates.retry_relay, fates.flushed_src, fates.flushed_relay, fates.queue) == (0, 1, 1, 0, 1)
-    assert fates.other == 1 and fates.other_reasons == {"RTR NRTE": 1} and fates.no_route_held == 1
-    assert fates.line().endswith("other 1 (RTR NRTE 1, 1 of them held by the source)")
+    assert fates.other == 1 and fates.other_reasons == {"rtr_nrte": 1} and fates.no_route_held == 1
+    assert fates.line().endswith("other 1 (rtr_nrte 1, 1 of them held by the source)")
 
 
 def test_packet_fates_takes_a_lab_runs_drops_of_the_flows_length_by_node():

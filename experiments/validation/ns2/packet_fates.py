@@ -12,9 +12,10 @@ run's directory): the node's `cbr` packets its agents sent within the
 window; a lost packet ends at its `D MAC RET` line if it has one (ns-2's
 AODV logs the failed packet again as `D RTR CBK`), else at its last drop
 line: `RTR CBK` flushed, `IFQ` a full interface queue (`IFQ ARP`: ARP's
-one-packet hold), any other reason other, listed by reason (`RTR NRTE` no
-route at a relay, `RTR IFQ` AODV's send buffer full, ...; no line: never
-dropped, as one still queued at the end). Of `RTR NRTE`, those AODV had
+one-packet hold), any other reason other, listed by its name in a record's
+`ns2_drops` (`rtr_nrte` no route at a relay, `rtr_ifq` AODV's send buffer
+full, ...; `no line`: never dropped, as one still queued at the end). Of
+`rtr_nrte`, those AODV had
 held at the source while it searched a route are counted apart: ns-2's
 AODV releases them 10 ms apart, each towards the next hop of the moment it
 is released. `MAC COL` and `MAC DUP` lines are copies, not the packet.
@@ -37,6 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from meshemu.ns2.trace import drop_name
+
 
 @dataclass
 class Fates:
@@ -50,8 +53,8 @@ class Fates:
     flushed_src: int = 0
     flushed_relay: int = 0
     queue: int = 0
-    # ns-2 only: the other by the reason of their last drop line, and of those dropped for want
-    # of a route at a relay (`RTR NRTE`), the ones the source had held during a route search
+    # ns-2 only: the other by the name of their last drop line, and of those dropped for want
+    # of a route at a relay (`rtr_nrte`), the ones the source had held during a route search
     other_reasons: collections.Counter[str] | None = None
     no_route_held: int = 0
 
@@ -66,7 +69,7 @@ class Fates:
         if self.other_reasons is None:
             return text
         reasons = [f"{reason} {count}" + (f", {self.no_route_held} of them held by the source"
-                                          if reason == "RTR NRTE" else "")
+                                          if reason == "rtr_nrte" else "")
                    for reason, count in self.other_reasons.most_common()]
         return f"{text} ({'; '.join(reasons)})"
 
@@ -79,7 +82,7 @@ def ns2_fates(lines: Iterable[str], src: int, window: tuple[float, float]) -> Fa
     received: set[tuple[str, str, str]] = set()
     held: set[tuple[str, str, str]] = set()  # routed by the source later than its agent sent them
     agent_sent: dict[tuple[str, str, str], float] = {}
-    drops: dict[tuple[str, str, str], list[tuple[int, str]]] = {}  # packet -> (node, reason) in order
+    drops: dict[tuple[str, str, str], list[tuple[int, str]]] = {}  # packet -> (node, drop name) in order
     prefix = f"[{src}:"
     for line in lines:
         parts = line.split()
@@ -95,28 +98,28 @@ def ns2_fates(lines: Iterable[str], src: int, window: tuple[float, float]) -> Fa
             held.add(packet)
         elif event == "r" and level == "AGT":
             received.add(packet)
-        elif event == "D" and (level, parts[4]) not in (("MAC", "COL"), ("MAC", "DUP")):
-            drops.setdefault(packet, []).append((int(parts[2].strip("_")), f"{level} {parts[4]}"))
+        elif event == "D" and drop_name(level, parts[4]) not in ("mac_col", "mac_dup"):
+            drops.setdefault(packet, []).append((int(parts[2].strip("_")), drop_name(level, parts[4])))
     fates = Fates(sent=len(sent), lost=len(sent - received), other_reasons=collections.Counter())
     for packet in sent - received:
         events = drops.get(packet, [])
-        retried = [node for node, reason in events if reason == "MAC RET"]
+        retried = [node for node, name in events if name == "mac_ret"]
         if retried:
             if retried[0] == src:
                 fates.retry_src += 1
             else:
                 fates.retry_relay += 1
-        elif events and events[-1][1] == "RTR CBK":
+        elif events and events[-1][1] == "rtr_cbk":
             if events[-1][0] == src:
                 fates.flushed_src += 1
             else:
                 fates.flushed_relay += 1
-        elif events and events[-1][1].startswith("IFQ"):
+        elif events and events[-1][1].startswith("ifq_"):
             fates.queue += 1
         else:
             reason = events[-1][1] if events else "no line"
             fates.other_reasons[reason] += 1
-            fates.no_route_held += reason == "RTR NRTE" and packet in held
+            fates.no_route_held += reason == "rtr_nrte" and packet in held
     return fates
 
 
