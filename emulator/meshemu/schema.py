@@ -521,6 +521,7 @@ class AodvOptions(StrictModel):
     flush_on_break: bool | None = None  # aodvd asks the medium to drop what is queued for a neighbour it gives up
     relay_every_reply: bool | None = None  # a reply that is no news on its way back goes on as the own route
     renumber_replies: bool | None = None  # the destination answers with max(own, asked) + 1 (ns-2)
+    precursor_rule: Literal["rfc", "ns2"] | None = None  # ns2: precursors on the way to a reply's destination only
     timeout_buffer: Annotated[int, Field(ge=0, le=255)] | None = None
     link_feedback_poll: PositiveDuration | None = None  # aodvd's [daemon] link_feedback_poll_ms
 

@@ -79,6 +79,11 @@ NS2_AODV = {
     "rreq_rate_limit": ("rreq_rate_limit", 10_000, "has no RREQ rate limit (aodvd's largest, 10000)"),
     "rerr_rate_limit": ("rerr_rate_limit", 10_000, "has no RERR rate limit (aodvd's largest, 10000)"),
     "broadcast_jitter_ms": ("broadcast_jitter", 10, "jitters broadcasts by up to 10ms"),
+    "flush_on_break": ("flush_on_break", True, "drops what is queued for a neighbour whose routes went down (true)"),
+    "relay_every_reply": ("relay_every_reply", False, "relays a reply only where it is news (false)"),
+    "renumber_replies": ("renumber_replies", True, "answers with max(own, asked) + 1 (true)"),
+    "precursor_rule": ("precursor_rule", "ns2", "lists precursors on routes towards a reply's destination only "
+                                                "(ns2)"),
 }
 # aodvd options that change nothing in ns-2's AODV: HELLO bookkeeping (it
 # sends none) and how aodvd polls the lab's medium.

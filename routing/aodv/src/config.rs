@@ -85,6 +85,9 @@ pub struct Config {
     /// one asked for plus one, as ns-2 does (`recvRequest`), so every reply
     /// is news at every hop. Off: the larger of the two (RFC 3561 6.1).
     pub renumber_replies: bool,
+    /// Which routes list which neighbours as precursors, the nodes a RERR
+    /// about the route is for.
+    pub precursor_rule: PrecursorRule,
 }
 
 /// The wait for an RREP after the n-th network-wide RREQ of a discovery.
@@ -108,6 +111,28 @@ pub enum RingLimit {
     /// ns-2.35 (`sendRequest`): once the last ring's TTL (or the hop count
     /// the route had when it went down) reached TTL_THRESHOLD, so the last
     /// ring may pass it (a route that went down at 6 hops: TTL 8).
+    Ns2,
+}
+
+/// How a node keeps its routes' precursor lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrecursorRule {
+    /// RFC 3561 6.7: relaying a reply lists the next hop towards the
+    /// originator on the route to the destination and on the route to the
+    /// next hop towards it, and the next hop towards the destination on the
+    /// route back to the originator; a list lasts as long as its route
+    /// entry. A break on either way is passed on towards every node that
+    /// sends along it.
+    #[default]
+    Rfc,
+    /// ns-2.35 (aodv.cc): relaying a reply lists a precursor on the route to
+    /// the destination only (`recvReply`); a broken link takes its neighbour
+    /// out of every list (`handle_link_failure`); a RERR passed on empties
+    /// the lists of the routes it names (`recvError`). A RERR about the way
+    /// back to an originator stops at the first node it takes a route from,
+    /// and that node drops the next packet sent along it, with a RERR of its
+    /// own (`rt_resolve`).
     Ns2,
 }
 
@@ -171,6 +196,7 @@ impl Default for Config {
             flush_on_break: false,
             relay_every_reply: true,
             renumber_replies: false,
+            precursor_rule: PrecursorRule::Rfc,
         }
     }
 }
@@ -188,7 +214,7 @@ impl Config {
     /// or RERR rate limit (10000 per second here), every RERR broadcast,
     /// 10 ms jitter, the frames queued for a neighbour dropped when its
     /// link breaks routes, replies relayed only where they are news and
-    /// renumbered by the destination. The first RREQ for a destination never reached before
+    /// renumbered by the destination, precursors kept as ns-2 keeps them. The first RREQ for a destination never reached before
     /// covers the whole network: aodv.h's TTL_START (5) is never used,
     /// because `sendRequest` starts from max(last TTL, `rt_last_hop_count`)
     /// and a new entry's `rt_last_hop_count` is INFINITY2 (255).
@@ -222,6 +248,7 @@ impl Config {
             flush_on_break: true,
             relay_every_reply: false,
             renumber_replies: true,
+            precursor_rule: PrecursorRule::Ns2,
             ..Config::default()
         }
     }
@@ -355,6 +382,7 @@ mod tests {
         assert!(!config.rerr_broadcast && !config.acked_frames_alive);
         assert_eq!(config.local_repair_rule, RepairRule::Rfc);
         assert_eq!(config.link_failures, FailedFrames::Any);
+        assert_eq!(config.precursor_rule, PrecursorRule::Rfc);
     }
 
     #[test]
@@ -367,6 +395,7 @@ mod tests {
         assert_eq!((config.ttl_start, config.ttl_increment, config.ttl_threshold, config.net_diameter), (30, 2, 7, 30));
         assert_eq!(config.rreq_backoff, RreqBackoff::Linear);
         assert!(!config.relay_every_reply && config.renumber_replies);
+        assert_eq!(config.precursor_rule, PrecursorRule::Ns2);
         assert_eq!(config.link_failures, FailedFrames::Data);
         // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
         assert_eq!(config.ring_traversal_time(5, config.node_traversal_time()), Duration::from_millis(300));

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use meshemu_ondemand::{Counters, Input, Protocol, BROADCAST};
 
-use crate::config::{Config, RepairRule, RingLimit, RreqBackoff, MAX_RREQ_TIMEOUT};
+use crate::config::{Config, PrecursorRule, RepairRule, RingLimit, RreqBackoff, MAX_RREQ_TIMEOUT};
 use crate::packet::{seq_newer, Message, Rerr, Rrep, Rreq, MAX_RERR_DESTINATIONS};
 use crate::{Event, Output};
 
@@ -568,8 +568,14 @@ impl Aodv {
         if self.config.flush_on_break && !unreachable.is_empty() {
             out.push(Output::Flush { neighbor });
         }
+        let broke_any = !unreachable.is_empty();
         // ns-2's handle_link_failure lists every route the link broke, precursors or not.
         self.send_rerr(now, unreachable, false, self.config.rerr_broadcast, out);
+        if broke_any && self.config.precursor_rule == PrecursorRule::Ns2 {
+            for route in self.routes.values_mut() {
+                route.precursors.remove(&neighbor);
+            }
+        }
     }
 
     /// Sends a RERR about the invalid routes in `dsts` that have precursors
@@ -795,8 +801,10 @@ impl Aodv {
             return;
         };
         self.add_precursor(rrep.dst, to_orig);
-        self.add_precursor(towards_dst, to_orig);
-        self.add_precursor(rrep.orig, towards_dst);
+        if self.config.precursor_rule == PrecursorRule::Rfc {
+            self.add_precursor(towards_dst, to_orig);
+            self.add_precursor(rrep.orig, towards_dst);
+        }
         self.refresh(now, rrep.orig);
         let relayed = Rrep { ack_required: self.config.rrep_ack, ..relayed };
         self.send_rrep(now, to_orig, relayed, out);
@@ -840,7 +848,14 @@ impl Aodv {
         if self.config.flush_on_break && !propagate.is_empty() {
             out.push(Output::Flush { neighbor: from });
         }
-        self.send_rerr(now, propagate, false, false, out);
+        self.send_rerr(now, propagate.clone(), false, false, out);
+        if self.config.precursor_rule == PrecursorRule::Ns2 {
+            for dst in propagate {
+                if let Some(route) = self.routes.get_mut(&dst) {
+                    route.precursors.clear();
+                }
+            }
+        }
     }
 
     // --- data path ---

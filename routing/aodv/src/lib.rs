@@ -11,7 +11,7 @@ pub mod core;
 pub mod event;
 pub mod packet;
 
-pub use crate::config::{Config, ConfigError, RepairRule, RreqBackoff};
+pub use crate::config::{Config, ConfigError, PrecursorRule, RepairRule, RreqBackoff};
 pub use crate::core::Aodv;
 pub use crate::event::Event;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use meshemu_ondemand::{Input, Protocol, BROADCAST};
 
 use crate::packet::{Message, Rrep, Rreq};
-use crate::{Aodv, Config, Event, Output};
+use crate::{Aodv, Config, Event, Output, PrecursorRule};
 
 fn ms(value: u64) -> Duration {
     Duration::from_millis(value)
@@ -857,6 +857,68 @@ fn rerr_broadcast_names_routes_without_precursors_and_never_unicasts() {
         let to: Vec<Ipv4Addr> = rerrs_sent(&net, 2).into_iter().map(|(to, _)| to).collect();
         assert_eq!(to, vec![if rerr_broadcast { BROADCAST } else { addr(1) }]);
     }
+}
+
+fn precursors(net: &Net, node: usize, dst: usize) -> Vec<Ipv4Addr> {
+    net.nodes[node].routes[&addr(dst)].precursors.iter().copied().collect()
+}
+
+#[test]
+fn ns2_precursors_leave_the_way_back_without_them() {
+    // 3 asks for 0, as a client does for its server; 0 sends back along the reverse route.
+    let precursors_after_discovery = |precursor_rule| {
+        let mut net = Net::chain(4, Config { precursor_rule, rerr_broadcast: true, ..quiet() });
+        net.input(3, Input::NoRoute { src: addr(3), dst: addr(0), local: true });
+        net.run_until(ms(500));
+        assert_eq!(net.path(0, 3), Some(vec![0, 1, 2, 3]));
+        // 1's routes to 0 and back to 3, and 2's route to its next hop towards 0.
+        (precursors(&net, 1, 0), precursors(&net, 1, 3), precursors(&net, 2, 1), net)
+    };
+    let (to_dst, back, to_next_hop, _) = precursors_after_discovery(PrecursorRule::Rfc);
+    assert_eq!((to_dst, back, to_next_hop), (vec![addr(2)], vec![addr(0)], vec![addr(3)]));
+    let (to_dst, back, to_next_hop, mut net) = precursors_after_discovery(PrecursorRule::Ns2);
+    assert_eq!((to_dst, back, to_next_hop), (vec![addr(2)], vec![], vec![]));
+    // 2 loses 3: 1 takes its route back to 3 down and tells nobody; 0 keeps sending.
+    net.input(2, Input::LinkFailed { neighbor: addr(3) });
+    net.run_until(net.now + ms(10));
+    assert!(!net.kernel[1].contains_key(&addr(3)));
+    assert!(net.kernel[0].contains_key(&addr(3)));
+    // 0's next packet meets 1 without a route (ns-2's rt_resolve): dropped, and a RERR.
+    net.input(1, Input::NoRoute { src: addr(0), dst: addr(3), local: false });
+    net.run_until(net.now + ms(10));
+    assert!(!net.kernel[0].contains_key(&addr(3)));
+    assert_eq!(net.nodes[1].counters().forward_no_route, 1);
+}
+
+#[test]
+fn rfc_precursors_pass_a_break_on_the_way_back_on() {
+    let mut net = Net::chain(4, Config { rerr_broadcast: true, ..quiet() });
+    net.input(3, Input::NoRoute { src: addr(3), dst: addr(0), local: true });
+    net.run_until(ms(500));
+    net.input(2, Input::LinkFailed { neighbor: addr(3) });
+    net.run_until(net.now + ms(10));
+    assert!(!net.kernel[0].contains_key(&addr(3)), "1 passed 2's RERR on to its precursor 0");
+    assert_eq!(net.nodes[1].counters().forward_no_route, 0);
+}
+
+#[test]
+fn ns2_precursors_go_with_a_rerr_passed_on_and_with_a_broken_link() {
+    let config = Config { precursor_rule: PrecursorRule::Ns2, rerr_broadcast: true, ..quiet() };
+    let mut net = Net::chain(5, config);
+    // 0 asks for 3, then 4 asks for 0: 1 lists 0 on its route to 3 and 2 on its route to 0.
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+    net.run_until(ms(1000));
+    net.input(4, Input::NoRoute { src: addr(4), dst: addr(0), local: true });
+    net.run_until(ms(2000));
+    assert_eq!((precursors(&net, 1, 3), precursors(&net, 1, 0)), (vec![addr(0)], vec![addr(2)]));
+    // 2 loses 3: 1 passes the RERR on to 0 and empties the list (recvError).
+    net.input(2, Input::LinkFailed { neighbor: addr(3) });
+    net.run_until(net.now + ms(10));
+    assert!(!net.kernel[0].contains_key(&addr(3)));
+    assert!(precursors(&net, 1, 3).is_empty());
+    // 1 loses 2: 2 leaves every list of 1's (handle_link_failure).
+    net.input(1, Input::LinkFailed { neighbor: addr(2) });
+    assert!(precursors(&net, 1, 0).is_empty());
 }
 
 #[test]
