@@ -214,7 +214,8 @@ impl Config {
     /// or RERR rate limit (10000 per second here), every RERR broadcast,
     /// 10 ms jitter, the frames queued for a neighbour dropped when its
     /// link breaks routes, replies relayed only where they are news and
-    /// renumbered by the destination, precursors kept as ns-2 keeps them. The first RREQ for a destination never reached before
+    /// renumbered by the destination, precursors kept as ns-2 keeps them.
+    /// The first RREQ for a destination never reached before
     /// covers the whole network: aodv.h's TTL_START (5) is never used,
     /// because `sendRequest` starts from max(last TTL, `rt_last_hop_count`)
     /// and a new entry's `rt_last_hop_count` is INFINITY2 (255).
