@@ -300,7 +300,7 @@ impl Aodv {
             if hops > old_hops && self.config.local_repair_rule == RepairRule::Rfc {
                 // 6.12: a longer route after repair: upstream nodes may look for a better one.
                 // (ns-2 tells nobody: its upstream nodes never learn of a repair.)
-                self.send_rerr(now, vec![dst], true, false, out);
+                self.send_rerr(now, &[dst], true, false, out);
             }
         }
     }
@@ -508,7 +508,7 @@ impl Aodv {
             let seq = self.routes.get(&dst).and_then(|r| r.seq);
             self.invalidate(now, dst, seq, "repair failed", out);
             self.counters.route_breaks += 1;
-            self.send_rerr(now, vec![dst], false, self.config.rerr_broadcast, out);
+            self.send_rerr(now, &[dst], false, self.config.rerr_broadcast, out);
         }
     }
 
@@ -568,10 +568,9 @@ impl Aodv {
         if self.config.flush_on_break && !unreachable.is_empty() {
             out.push(Output::Flush { neighbor });
         }
-        let broke_any = !unreachable.is_empty();
         // ns-2's handle_link_failure lists every route the link broke, precursors or not.
-        self.send_rerr(now, unreachable, false, self.config.rerr_broadcast, out);
-        if broke_any && self.config.precursor_rule == PrecursorRule::Ns2 {
+        self.send_rerr(now, &unreachable, false, self.config.rerr_broadcast, out);
+        if !unreachable.is_empty() && self.config.precursor_rule == PrecursorRule::Ns2 {
             for route in self.routes.values_mut() {
                 route.precursors.remove(&neighbor);
             }
@@ -581,10 +580,10 @@ impl Aodv {
     /// Sends a RERR about the invalid routes in `dsts` that have precursors
     /// (`all`: every one of them): unicast when one neighbour needs it, else
     /// (and always with `rerr_broadcast`) broadcast, TTL 1.
-    fn send_rerr(&mut self, now: Duration, dsts: Vec<Ipv4Addr>, no_delete: bool, all: bool, out: &mut Vec<Output>) {
+    fn send_rerr(&mut self, now: Duration, dsts: &[Ipv4Addr], no_delete: bool, all: bool, out: &mut Vec<Output>) {
         let mut recipients = BTreeSet::new();
         let mut unreachable = Vec::new();
-        for dst in dsts {
+        for &dst in dsts {
             let Some(route) = self.routes.get(&dst) else { continue };
             if route.precursors.is_empty() && !all {
                 continue;
@@ -848,7 +847,7 @@ impl Aodv {
         if self.config.flush_on_break && !propagate.is_empty() {
             out.push(Output::Flush { neighbor: from });
         }
-        self.send_rerr(now, propagate.clone(), false, false, out);
+        self.send_rerr(now, &propagate, false, false, out);
         if self.config.precursor_rule == PrecursorRule::Ns2 {
             for dst in propagate {
                 if let Some(route) = self.routes.get_mut(&dst) {
