@@ -17,8 +17,8 @@ one-packet hold), any other reason other, listed by its name in a record's
 full, ...; `no line`: never dropped, as one still queued at the end). Of
 `rtr_nrte`, those AODV had
 held at the source while it searched a route are counted apart: ns-2's
-AODV releases them 10 ms apart, each towards the next hop of the moment it
-is released. `MAC COL` and `MAC DUP` lines are copies, not the packet.
+AODV releases them 10 ms apart, each addressed to the next hop the route
+had when the reply came (`forward` sets it before the delay). `MAC COL` and `MAC DUP` lines are copies, not the packet.
 
 The lab: each run of DIR's records, the flows' packets sent in the window
 and received from the record, the drops from `frame_lengths.py`'s counts
@@ -98,8 +98,8 @@ def ns2_fates(lines: Iterable[str], src: int, window: tuple[float, float]) -> Fa
             held.add(packet)
         elif event == "r" and level == "AGT":
             received.add(packet)
-        elif event == "D" and drop_name(level, parts[4]) not in ("mac_col", "mac_dup"):
-            drops.setdefault(packet, []).append((int(parts[2].strip("_")), drop_name(level, parts[4])))
+        elif event == "D" and (name := drop_name(level, parts[4])) not in ("mac_col", "mac_dup"):
+            drops.setdefault(packet, []).append((int(parts[2].strip("_")), name))
     fates = Fates(sent=len(sent), lost=len(sent - received), other_reasons=collections.Counter())
     for packet in sent - received:
         events = drops.get(packet, [])
