@@ -77,6 +77,27 @@ def test_first_ping_across_chain7_succeeds_after_discovery(write):
     assert not any(name.startswith("aodvchain-") for name in namespaces())
 
 
+def test_held_packets_leave_release_spacing_apart_after_the_reply(write):
+    # Ten pings at once from n0 to n2, two hops away: all wait for n0's
+    # discovery, and its reply releases them one per 30 ms (ns-2 mode's
+    # pacing, at 30 ms rather than its 10: at once they would come back
+    # about 9 ms apart here, the four frames of each exchange).
+    topology = write("pace.yaml", "name: aodvpace\nseed: 4\n"
+                                  "routing: {aodv: {preset: ns2, release_spacing: 30ms}}\n"
+                                  "generate: {kind: chain, n: 3, spacing: 200m}\n")
+    with Lab.from_file(topology) as lab:
+        result = lab["n0"].run(["ping", "-c", "10", "-l", "10", "-W", "5", "n2"], timeout=30)
+        assert " 0% packet loss" in result.stdout, result.stdout
+        rtts = {int(line.split("icmp_seq=")[1].split()[0]): float(line.split("time=")[1].split()[0])
+                for line in result.stdout.splitlines() if "time=" in line}
+        steps = sorted(rtts[seq + 1] - rtts[seq] for seq in range(1, 10))
+        refresh_counters(lab)
+        n0 = counters(lab)["n0"]
+        assert n0["packets_held"] == n0["packets_released"] == 10, n0
+        assert 25 < steps[4] < 35, result.stdout
+        print(f"\nten held pings, RTT steps (ms): {steps}")
+
+
 def test_unreachable_destination_gets_icmp_when_discovery_fails(write):
     topology = write("pair.yaml", "name: aodvpair\nseed: 2\n"
                                   "routing: {aodv: {expanding_ring_search: false, rreq_retries: 0}}\n"

@@ -493,9 +493,10 @@ traffic:
 def test_aodvds_ns2_preset_is_ns2s_aodv(write):
     text = CHAIN.replace("{aodv: {hello_interval: 0s, link_layer_feedback: true}}", "{aodv: {%s}}")
     assert plan(write, text % "preset: ns2, ttl_start: 30, rreq_backoff: linear, link_failures: data, "
-                              "allowed_hello_loss: 5, precursor_rule: ns2, flush_on_break: true").runs
+                              "allowed_hello_loss: 5, precursor_rule: ns2, flush_on_break: true, "
+                              "release_spacing: 10ms").runs
     found = "\n".join(problems(write, text % "preset: default, ttl_start: 5, link_failures: any, "
-                                              "precursor_rule: rfc"))
+                                              "precursor_rule: rfc, release_spacing: 0s"))
     assert "topology.routing.aodv.preset: Debian's ns-2.35 AODV is what preset: ns2 describes" in found
     assert "topology.routing.aodv.ttl_start: Debian's ns-2.35 AODV starts a new destination's search " \
            "network-wide: 30 (aodv.h's TTL_START is never used)" in found
@@ -503,6 +504,8 @@ def test_aodvds_ns2_preset_is_ns2s_aodv(write):
            "routed (data)" in found
     assert "topology.routing.aodv.precursor_rule: Debian's ns-2.35 AODV lists precursors on routes towards a " \
            "reply's destination only (ns2)" in found
+    assert "topology.routing.aodv.release_spacing: Debian's ns-2.35 AODV releases held packets 10ms apart " \
+           "after a reply (ARP_DELAY)" in found
 
 
 def test_radios_that_differ_between_nodes_are_refused_at_the_node(write):

@@ -133,7 +133,7 @@ def _durations_in_ms(settings: dict[str, Any], durations: set[str]) -> dict[str,
 
 
 _AODV_DURATIONS = {"hello_interval", "active_route_timeout", "node_traversal_time", "broadcast_jitter",
-                   "link_feedback_poll"}
+                   "release_spacing", "link_feedback_poll"}
 
 
 class Aodv(OnDemandRouting):

@@ -522,6 +522,7 @@ class AodvOptions(StrictModel):
     relay_every_reply: bool | None = None  # a reply that is no news on its way back goes on as the own route
     renumber_replies: bool | None = None  # the destination answers with max(own, asked) + 1 (ns-2)
     precursor_rule: Literal["rfc", "ns2"] | None = None  # ns2: precursors on the way to a reply's destination only
+    release_spacing: Duration | None = None  # held packets leave this far apart after a reply (ns-2: 10 ms)
     timeout_buffer: Annotated[int, Field(ge=0, le=255)] | None = None
     link_feedback_poll: PositiveDuration | None = None  # aodvd's [daemon] link_feedback_poll_ms
 

@@ -84,6 +84,7 @@ NS2_AODV = {
     "renumber_replies": ("renumber_replies", True, "answers with max(own, asked) + 1 (true)"),
     "precursor_rule": ("precursor_rule", "ns2", "lists precursors on routes towards a reply's destination only "
                                                 "(ns2)"),
+    "release_spacing_ms": ("release_spacing", 10, "releases held packets 10ms apart after a reply (ARP_DELAY)"),
 }
 # aodvd options that change nothing in ns-2's AODV: HELLO bookkeeping (it
 # sends none) and how aodvd polls the lab's medium.

@@ -88,6 +88,13 @@ pub struct Config {
     /// Which routes list which neighbours as precursors, the nodes a RERR
     /// about the route is for.
     pub precursor_rule: PrecursorRule,
+    /// When a reply brings a route, the packets held for its destination
+    /// leave this far apart, as ns-2's `recvReply` sends them (ARP_DELAY,
+    /// 10 ms): packets sent meanwhile overtake them, and those still
+    /// waiting when the route goes are lost. 0: all at once. A route that
+    /// comes any other way (a RREQ's way back, a neighbour heard) releases
+    /// them at once, in ns-2 too.
+    pub release_spacing_ms: u64,
 }
 
 /// The wait for an RREP after the n-th network-wide RREQ of a discovery.
@@ -197,6 +204,7 @@ impl Default for Config {
             relay_every_reply: true,
             renumber_replies: false,
             precursor_rule: PrecursorRule::Rfc,
+            release_spacing_ms: 0,
         }
     }
 }
@@ -214,7 +222,8 @@ impl Config {
     /// or RERR rate limit (10000 per second here), every RERR broadcast,
     /// 10 ms jitter, the frames queued for a neighbour dropped when its
     /// link breaks routes, replies relayed only where they are news and
-    /// renumbered by the destination, precursors kept as ns-2 keeps them.
+    /// renumbered by the destination, precursors kept as ns-2 keeps them,
+    /// held packets released 10 ms apart after a reply.
     /// The first RREQ for a destination never reached before
     /// covers the whole network: aodv.h's TTL_START (5) is never used,
     /// because `sendRequest` starts from max(last TTL, `rt_last_hop_count`)
@@ -250,6 +259,7 @@ impl Config {
             relay_every_reply: false,
             renumber_replies: true,
             precursor_rule: PrecursorRule::Ns2,
+            release_spacing_ms: 10,
             ..Config::default()
         }
     }
@@ -344,6 +354,10 @@ impl Config {
         hop_time * 2 * (u32::from(ttl) + u32::from(self.timeout_buffer))
     }
 
+    pub fn release_spacing(&self) -> Duration {
+        Duration::from_millis(self.release_spacing_ms)
+    }
+
     pub fn my_route_timeout(&self) -> Duration {
         self.active_route_timeout() * 2
     }
@@ -384,6 +398,7 @@ mod tests {
         assert_eq!(config.local_repair_rule, RepairRule::Rfc);
         assert_eq!(config.link_failures, FailedFrames::Any);
         assert_eq!(config.precursor_rule, PrecursorRule::Rfc);
+        assert_eq!(config.release_spacing(), Duration::ZERO);
     }
 
     #[test]
@@ -397,6 +412,7 @@ mod tests {
         assert_eq!(config.rreq_backoff, RreqBackoff::Linear);
         assert!(!config.relay_every_reply && config.renumber_replies);
         assert_eq!(config.precursor_rule, PrecursorRule::Ns2);
+        assert_eq!(config.release_spacing(), Duration::from_millis(10));
         assert_eq!(config.link_failures, FailedFrames::Data);
         // ns-2's sendRequest waits 2 x TTL x NODE_TRAVERSAL_TIME: 300 ms at TTL 5, 1.8 s at the diameter.
         assert_eq!(config.ring_traversal_time(5, config.node_traversal_time()), Duration::from_millis(300));

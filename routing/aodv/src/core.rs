@@ -221,7 +221,9 @@ impl Aodv {
     /// 6.7): a fresher sequence number, an equal one with fewer hops or
     /// over an invalid route, or no sequence number (a neighbour heard
     /// directly). Otherwise only the lifetime of the same valid path is
-    /// extended. Returns whether the route was replaced.
+    /// extended. Returns whether the route was replaced. A route that
+    /// becomes valid releases the packets held for `dst`, `release_spacing`
+    /// apart.
     #[allow(clippy::too_many_arguments)] // the fields of a route entry, as the RFC lists them
     fn update_route(
         &mut self,
@@ -231,6 +233,7 @@ impl Aodv {
         hops: u8,
         next_hop: Ipv4Addr,
         lifetime: Duration,
+        release_spacing: Duration,
         out: &mut Vec<Output>,
     ) -> bool {
         let replace = match self.routes.get(&dst) {
@@ -276,7 +279,7 @@ impl Aodv {
             out.push(Output::Event(Event::RouteAdded { dst, next_hop, hops }));
         }
         if !was_valid || was_repairing {
-            self.route_became_valid(now, dst, hops, out);
+            self.route_became_valid(now, dst, hops, release_spacing, out);
         }
         true
     }
@@ -284,10 +287,10 @@ impl Aodv {
     /// A neighbour we heard directly: a one-hop route to it.
     fn heard_neighbor(&mut self, now: Duration, neighbor: Ipv4Addr, out: &mut Vec<Output>) {
         let lifetime = self.config.active_route_timeout();
-        self.update_route(now, neighbor, None, 1, neighbor, lifetime, out);
+        self.update_route(now, neighbor, None, 1, neighbor, lifetime, Duration::ZERO, out);
     }
 
-    fn route_became_valid(&mut self, now: Duration, dst: Ipv4Addr, hops: u8, out: &mut Vec<Output>) {
+    fn route_became_valid(&mut self, now: Duration, dst: Ipv4Addr, hops: u8, spacing: Duration, out: &mut Vec<Output>) {
         let Some(discovery) = self.discoveries.remove(&dst) else { return };
         let elapsed_ms = (now - discovery.started).as_millis() as u64;
         if let Some(route) = self.routes.get_mut(&dst).filter(|_| hops > 0 && discovery.attempts > 0) {
@@ -295,7 +298,7 @@ impl Aodv {
         }
         self.counters.discoveries_succeeded += 1;
         out.push(Output::Event(Event::DiscoverySucceeded { dst, hops, elapsed_ms }));
-        out.push(Output::Release { dst });
+        out.push(Output::Release { dst, spacing });
         if let Some(old_hops) = discovery.repair_of_hops {
             if hops > old_hops && self.config.local_repair_rule == RepairRule::Rfc {
                 // 6.12: a longer route after repair: upstream nodes may look for a better one.
@@ -670,7 +673,7 @@ impl Aodv {
         let hops = rreq.hop_count.saturating_add(1);
         let minimal_lifetime = (self.config.net_traversal_time() * 2)
             .saturating_sub(self.config.node_traversal_time() * 2 * u32::from(hops));
-        self.update_route(now, rreq.orig, Some(rreq.orig_seq), hops, from, minimal_lifetime, out);
+        self.update_route(now, rreq.orig, Some(rreq.orig_seq), hops, from, minimal_lifetime, Duration::ZERO, out);
         let Some((to_orig, _)) = self.route(rreq.orig) else { return };
 
         if rreq.dst == self.me {
@@ -769,7 +772,8 @@ impl Aodv {
         }
         let hops = rrep.hop_count.saturating_add(1);
         let lifetime = Duration::from_millis(u64::from(rrep.lifetime_ms));
-        let replaced = self.update_route(now, rrep.dst, Some(rrep.dst_seq), hops, from, lifetime, out);
+        let spacing = self.config.release_spacing();
+        let replaced = self.update_route(now, rrep.dst, Some(rrep.dst_seq), hops, from, lifetime, spacing, out);
         if rrep.orig == self.me {
             return;
         }
@@ -821,7 +825,7 @@ impl Aodv {
         };
         self.heard.insert(from, now);
         let lifetime = Duration::from_millis(u64::from(hello.lifetime_ms)).max(timeout);
-        self.update_route(now, from, Some(hello.dst_seq), 1, from, lifetime, out);
+        self.update_route(now, from, Some(hello.dst_seq), 1, from, lifetime, Duration::ZERO, out);
     }
 
     /// 6.11 (iii): routes through the sender to the listed destinations break.
@@ -862,7 +866,8 @@ impl Aodv {
     fn no_route(&mut self, now: Duration, dst: Ipv4Addr, local: bool, out: &mut Vec<Output>) {
         if local {
             if self.route(dst).is_some() {
-                out.push(Output::Release { dst }); // the route came while the packet was queued
+                // The route came while the packet was queued.
+                out.push(Output::Release { dst, spacing: Duration::ZERO });
             } else if !self.discoveries.contains_key(&dst) {
                 self.start_discovery(now, dst, None, out);
             }

@@ -653,7 +653,7 @@ impl Copas {
                 self.counters.discoveries_succeeded += 1;
                 let elapsed_ms = (now - discovery.started).as_millis() as u64;
                 out.push(Output::Event(Event::DiscoverySucceeded { dst, hops: (path.len() - 1) as u8, elapsed_ms }));
-                out.push(Output::Release { dst });
+                out.push(Output::Release { dst, spacing: Duration::ZERO });
             }
         }
     }

@@ -2,7 +2,8 @@
 //! signalfd and the link layer's change notifications, with the protocol's
 //! next timer and the loop's own deadlines ([`crate::schedule`]: route use
 //! while routes exist, link feedback after a change, the counters file
-//! after it changed) as the poll timeout; with nothing to do it sleeps
+//! after it changed; [`crate::pacing`]: the next packet of a paced
+//! release) as the poll timeout; with nothing to do it sleeps
 //! until an event. The protocol core sees time as the monotonic clock
 //! since start.
 
@@ -27,6 +28,7 @@ use tracing::{error, info, warn};
 use crate::control::ControlSocket;
 use crate::iptables::{self, RECENT_DESTINATIONS, RECENT_SOURCES};
 use crate::link_feedback::{arp_table, LinkLayer};
+use crate::pacing::Pacer;
 use crate::route_use::{self, RecentList};
 use crate::routes::{Interface, RouteTable};
 use crate::schedule::{OnChange, Schedule};
@@ -82,6 +84,8 @@ struct Platform {
     routes: RouteTable,
     /// Held packets by destination.
     held: HashMap<Ipv4Addr, Vec<Held>>,
+    /// Released packets that wait for their turn (a paced release).
+    paced: Pacer<Held>,
     /// The rule holding forwarded packets, by destination under repair.
     holds: BTreeMap<Ipv4Addr, Rule>,
     installed: usize,
@@ -133,6 +137,7 @@ pub fn run<P: Protocol>(
         queue,
         routes,
         held: HashMap::new(),
+        paced: Pacer::default(),
         holds: BTreeMap::new(),
         installed: 0,
         destinations: RecentList::new(RECENT_DESTINATIONS),
@@ -201,6 +206,9 @@ impl Platform {
                 protocol.handle_timeout(now, &mut out);
             }
             self.carry_out(protocol, &mut out);
+            for packet in self.paced.poll_due(now) {
+                self.release(protocol, packet);
+            }
             self.track_routes(&mut schedule, now);
             let current = self.status(protocol);
             if status.update(now, &current).is_some_and(|at| at <= now) {
@@ -208,7 +216,8 @@ impl Platform {
                 status.wrote(now, current);
             }
 
-            let timeout = match schedule.wake_at(protocol.poll_timeout(), status.due()) {
+            let wake = schedule.wake_at(protocol.poll_timeout(), status.due());
+            let timeout = match [wake, self.paced.next_due()].into_iter().flatten().min() {
                 Some(wake) => PollTimeout::from(wake.saturating_sub(self.now()).as_micros().div_ceil(1000).min(60_000) as u16),
                 None => PollTimeout::NONE,
             };
@@ -364,10 +373,17 @@ impl Platform {
                     Ok(()) => self.installed += 1,
                     Err(error) => error!(%error, "installing a route"),
                 },
-                Output::DeleteRoute { dst } => match self.routes.delete_host_route(dst) {
-                    Ok(()) => self.installed = self.installed.saturating_sub(1),
-                    Err(error) => error!(%error, "deleting a route"),
-                },
+                Output::DeleteRoute { dst } => {
+                    match self.routes.delete_host_route(dst) {
+                        Ok(()) => self.installed = self.installed.saturating_sub(1),
+                        Err(error) => error!(%error, "deleting a route"),
+                    }
+                    // Lost as in ns-2, where they leave for the old next hop.
+                    for packet in self.paced.cancel(dst) {
+                        protocol.counters_mut().packets_dropped += 1;
+                        self.verdict(packet.id, Verdict::Drop, None);
+                    }
+                }
                 Output::SetPairRoute { src, dst, next_hop } => match self.routes.set_pair_route(src, dst, next_hop) {
                     Ok(true) => self.installed += 1,
                     Ok(false) => {}
@@ -378,14 +394,19 @@ impl Platform {
                     Err(error) => error!(%error, "deleting a route"),
                 },
                 Output::HoldForwarded { dst } => self.hold_forwarded(dst),
-                Output::Release { dst } => {
+                Output::Release { dst, spacing } => {
                     self.end_hold(dst);
-                    for packet in self.held.remove(&dst).unwrap_or_default() {
-                        protocol.counters_mut().packets_released += 1;
-                        // A local packet's new mark makes the kernel route it again; a
-                        // forwarded one was held before routing and is routed next.
-                        let mark = packet.local.then_some(packet.mark | self.config.release_mark);
-                        self.verdict(packet.id, Verdict::Accept, mark);
+                    let packets = self.held.remove(&dst).unwrap_or_default();
+                    if spacing.is_zero() {
+                        for packet in packets {
+                            self.release(protocol, packet);
+                        }
+                    } else {
+                        let now = self.now();
+                        self.paced.start(now, dst, spacing, packets);
+                        for packet in self.paced.poll_due(now) {
+                            self.release(protocol, packet);
+                        }
                     }
                 }
                 Output::Drop { dst } => {
@@ -399,6 +420,14 @@ impl Platform {
                 Output::Event(event) => self.log_event(&event),
             }
         }
+    }
+
+    /// A held packet goes on: a local packet's new mark makes the kernel
+    /// route it again; a forwarded one was held before routing and is routed next.
+    fn release<P: Protocol>(&mut self, protocol: &mut P, packet: Held) {
+        protocol.counters_mut().packets_released += 1;
+        let mark = packet.local.then_some(packet.mark | self.config.release_mark);
+        self.verdict(packet.id, Verdict::Accept, mark);
     }
 
     /// A local packet is repeated with the reject mark (the OUTPUT rule
@@ -531,11 +560,10 @@ impl Platform {
         for dst in self.holds.keys().copied().collect::<Vec<_>>() {
             self.end_hold(dst);
         }
-        for (_, held) in std::mem::take(&mut self.held) {
-            for packet in held {
-                protocol.counters_mut().packets_dropped += 1;
-                self.give_up(packet);
-            }
+        let paced = self.paced.cancel_all();
+        for packet in std::mem::take(&mut self.held).into_values().flatten().chain(paced) {
+            protocol.counters_mut().packets_dropped += 1;
+            self.give_up(packet);
         }
         self.write_counters(protocol.counters());
     }

@@ -29,10 +29,10 @@
 //! The kernel forwards; the daemon installs host routes ([`routes`]), holds
 //! packets that found no route in an NFQUEUE (the client is
 //! `meshemu_netutil::nfqueue`, shared with bpd; rules in [`iptables`]) and
-//! releases or rejects them when the protocol says so, sees route use
-//! through xt_recent ([`route_use`]) and link failures through the radio
-//! statistics ([`link_feedback`]), and talks to neighbours on the
-//! [`control`] socket. [`daemon::run`] drives any [`Protocol`] with all of
+//! releases (at once or paced, [`pacing`]) or rejects them when the
+//! protocol says so, sees route use through xt_recent ([`route_use`]) and
+//! link failures through the radio statistics ([`link_feedback`]), and
+//! talks to neighbours on the [`control`] socket. [`daemon::run`] drives any [`Protocol`] with all of
 //! it on one thread ([`schedule`]: its own deadlines); [`program::main`] is
 //! a whole daemon program (command line, config file, `--print-rules`,
 //! `--print-config`) around a [`program::Daemon`], so a protocol's binary is
@@ -43,6 +43,7 @@ pub mod daemon;
 mod data_path;
 pub mod iptables;
 pub mod link_feedback;
+pub mod pacing;
 pub mod program;
 mod protocol;
 pub mod route_use;

@@ -57,8 +57,10 @@ pub enum Output<E> {
     /// Hold the packets this node forwards to `dst` too (a local repair
     /// searches for a new route), until [`Output::Release`] or [`Output::Drop`].
     HoldForwarded { dst: Ipv4Addr },
-    /// Send the packets held for `dst` along the route now installed.
-    Release { dst: Ipv4Addr },
+    /// Send the packets held for `dst` along the route now installed, one
+    /// every `spacing` (zero: all at once; [`crate::pacing`]). Those still
+    /// waiting when the route to `dst` is deleted are dropped.
+    Release { dst: Ipv4Addr, spacing: Duration },
     /// Drop the packets held for `dst`, telling local senders it is unreachable.
     Drop { dst: Ipv4Addr },
     /// Drop the frames the link layer still holds for this neighbour.

@@ -273,7 +273,7 @@ fn discovery_over_a_chain_installs_routes_both_ways_and_releases_held_packets() 
     });
     // TTL 2 found nothing (320 ms), TTL 4 reaches 4 hops: 4 ms out, 4 ms back.
     assert_eq!(succeeded, Some((ms(328), 4)));
-    assert!(net.outputs(0).contains(&Output::Release { dst: addr(4) }));
+    assert!(net.outputs(0).contains(&Output::Release { dst: addr(4), spacing: Duration::ZERO }));
     // Only the destination answered (D flag): one RREP per hop on the way back.
     let rreps: u64 = (0..5).map(|i| net.nodes[i].counters().control_sent.get("rrep").map_or(0, |t| t.packets)).sum();
     assert_eq!(rreps, 4);
@@ -680,6 +680,21 @@ fn rerrs_sent(net: &Net, node: usize) -> Vec<(Ipv4Addr, Vec<Ipv4Addr>)> {
 }
 
 #[test]
+fn ns2_paces_a_release_after_a_reply_and_not_after_a_request() {
+    let config = Config { broadcast_jitter_ms: 0, ..Config::ns2() };
+    let mut net = Net::chain(5, config);
+    net.input(4, Input::NoRoute { src: addr(4), dst: addr(0), local: true });
+    // Node 0 holds a packet for node 4 just before node 4's RREQ reaches it (at 4 ms).
+    net.run_until(Duration::from_micros(3500));
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(4), local: true });
+    net.run_until(ms(100));
+    // That RREQ's way back is node 0's route: what it held leaves at once (recvRequest).
+    assert!(net.outputs(0).contains(&Output::Release { dst: addr(4), spacing: Duration::ZERO }));
+    // Node 0's reply brings node 4's route: 10 ms apart (recvReply's ARP_DELAY).
+    assert!(net.outputs(4).contains(&Output::Release { dst: addr(0), spacing: ms(10) }));
+}
+
+#[test]
 fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     let (a, d, e) = (0, 3, 4);
     let mut net = fig1_ns2();
@@ -698,8 +713,8 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     assert!(net.events(d).iter().any(|(_, ev)| matches!(ev, Event::LocalRepairStarted { .. })));
     let outputs = net.outputs(d);
     let hold = outputs.iter().position(|o| *o == Output::HoldForwarded { dst: addr(e) });
-    let release = outputs.iter().position(|o| *o == Output::Release { dst: addr(e) });
-    assert!(hold < release, "the repair's result releases what waited");
+    let release = outputs.iter().position(|o| *o == Output::Release { dst: addr(e), spacing: ms(10) });
+    assert!(hold < release, "the repair's reply releases what waited, 10 ms apart");
     // Upstream never heard of it, even though the new route is longer.
     assert!((0..net.nodes.len()).all(|n| rerrs_sent(&net, n).is_empty()));
     assert_eq!(net.nodes[a].counters().discoveries_started, 1);
@@ -775,7 +790,7 @@ fn a_failed_repair_drops_what_it_held() {
     let hold = outputs.iter().position(|o| *o == Output::HoldForwarded { dst: addr(e) });
     let drop = outputs.iter().position(|o| *o == Output::Drop { dst: addr(e) });
     assert!(hold.is_some() && hold < drop, "{outputs:?}");
-    assert!(!outputs.contains(&Output::Release { dst: addr(e) }));
+    assert!(!outputs.iter().any(|o| matches!(o, Output::Release { dst, .. } if *dst == addr(e))));
 }
 
 #[test]

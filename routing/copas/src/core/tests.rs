@@ -224,7 +224,7 @@ fn fig2_the_two_least_contended_disjoint_routes_are_chosen_and_the_least_carries
     assert!((net.nodes[2].contention() - 3.0).abs() < 0.01, "mu settles at the rate: {}", net.nodes[2].contention());
     assert_eq!(net.walk(S, D), vec![S, 6, 7, D], "data over k");
     assert_eq!(net.walk(D, S), vec![D, 3, 2, S], "ACKs over i");
-    let released = net.log.iter().any(|(t, n, o)| *n == S && *o == Output::Release { dst: addr(D) } && *t >= ms(6500));
+    let released = net.log.iter().any(|(t, n, o)| *n == S && *o == Output::Release { dst: addr(D), spacing: Duration::ZERO } && *t >= ms(6500));
     assert!(released, "held packets go once the forward path is known, after T_COLLECT");
     let (forward, reverse) = net.nodes[S].paths(addr(S), addr(D)).unwrap();
     assert_eq!((forward, reverse), net.nodes[D].paths(addr(S), addr(D)).unwrap(), "both ends know both paths");
