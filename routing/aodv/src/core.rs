@@ -26,6 +26,19 @@ enum RouteState {
     Repairing,
 }
 
+/// Why a RERR is sent, which decides what it lists and how it leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RerrCause {
+    /// A route broken here (a lost link, a failed repair, a packet with no
+    /// route): at once, and with `rerr_broadcast` every broken route.
+    Broken,
+    /// A local repair found a longer route (6.12): the N flag, at once.
+    Repaired,
+    /// A neighbour's RERR passed on: broadcast ones wait the jitter of
+    /// relayed broadcasts, as ns-2's `recvError` sends them.
+    Relayed,
+}
+
 #[derive(Clone, Debug)]
 struct Route {
     /// Destination sequence number; None: not valid (e.g. learnt from a neighbour's packet).
@@ -303,7 +316,7 @@ impl Aodv {
             if hops > old_hops && self.config.local_repair_rule == RepairRule::Rfc {
                 // 6.12: a longer route after repair: upstream nodes may look for a better one.
                 // (ns-2 tells nobody: its upstream nodes never learn of a repair.)
-                self.send_rerr(now, &[dst], true, false, out);
+                self.send_rerr(now, &[dst], RerrCause::Repaired, out);
             }
         }
     }
@@ -511,7 +524,7 @@ impl Aodv {
             let seq = self.routes.get(&dst).and_then(|r| r.seq);
             self.invalidate(now, dst, seq, "repair failed", out);
             self.counters.route_breaks += 1;
-            self.send_rerr(now, &[dst], false, self.config.rerr_broadcast, out);
+            self.send_rerr(now, &[dst], RerrCause::Broken, out);
         }
     }
 
@@ -572,7 +585,7 @@ impl Aodv {
             out.push(Output::Flush { neighbor });
         }
         // ns-2's handle_link_failure lists every route the link broke, precursors or not.
-        self.send_rerr(now, &unreachable, false, self.config.rerr_broadcast, out);
+        self.send_rerr(now, &unreachable, RerrCause::Broken, out);
         if !unreachable.is_empty() && self.config.precursor_rule == PrecursorRule::Ns2 {
             for route in self.routes.values_mut() {
                 route.precursors.remove(&neighbor);
@@ -581,9 +594,11 @@ impl Aodv {
     }
 
     /// Sends a RERR about the invalid routes in `dsts` that have precursors
-    /// (`all`: every one of them): unicast when one neighbour needs it, else
-    /// (and always with `rerr_broadcast`) broadcast, TTL 1.
-    fn send_rerr(&mut self, now: Duration, dsts: &[Ipv4Addr], no_delete: bool, all: bool, out: &mut Vec<Output>) {
+    /// (a route broken here with `rerr_broadcast`: every one of them):
+    /// unicast when one neighbour needs it, else (and always with
+    /// `rerr_broadcast`) broadcast, TTL 1.
+    fn send_rerr(&mut self, now: Duration, dsts: &[Ipv4Addr], cause: RerrCause, out: &mut Vec<Output>) {
+        let all = cause == RerrCause::Broken && self.config.rerr_broadcast;
         let mut recipients = BTreeSet::new();
         let mut unreachable = Vec::new();
         for &dst in dsts {
@@ -601,7 +616,7 @@ impl Aodv {
             1 if !self.config.rerr_broadcast => *recipients.first().expect("one element"),
             _ => BROADCAST,
         };
-        self.send_rerr_to(now, to, unreachable, no_delete, out);
+        self.send_rerr_to(now, to, unreachable, cause, out);
     }
 
     fn send_rerr_to(
@@ -609,7 +624,7 @@ impl Aodv {
         now: Duration,
         to: Ipv4Addr,
         unreachable: Vec<(Ipv4Addr, u32)>,
-        no_delete: bool,
+        cause: RerrCause,
         out: &mut Vec<Output>,
     ) {
         for chunk in unreachable.chunks(MAX_RERR_DESTINATIONS) {
@@ -623,8 +638,13 @@ impl Aodv {
             self.counters.rerr_sent += 1;
             let listed = chunk.iter().map(|(dst, _)| *dst).collect();
             out.push(Output::Event(Event::RerrSent { to, unreachable: listed }));
+            let no_delete = cause == RerrCause::Repaired;
             let rerr = Message::Rerr(Rerr { no_delete, unreachable: chunk.to_vec() });
-            self.send(now, to, 1, &rerr, out);
+            if cause == RerrCause::Relayed && to == BROADCAST {
+                self.relay_broadcast(now, 1, &rerr, out);
+            } else {
+                self.send(now, to, 1, &rerr, out);
+            }
         }
     }
 
@@ -851,7 +871,7 @@ impl Aodv {
         if self.config.flush_on_break && !propagate.is_empty() {
             out.push(Output::Flush { neighbor: from });
         }
-        self.send_rerr(now, &propagate, false, false, out);
+        self.send_rerr(now, &propagate, RerrCause::Relayed, out);
         if self.config.precursor_rule == PrecursorRule::Ns2 {
             for dst in propagate {
                 if let Some(route) = self.routes.get_mut(&dst) {
@@ -879,7 +899,7 @@ impl Aodv {
         }
         // 6.11 (ii): tell whoever sent it that we have no route.
         let seq = self.routes.get(&dst).and_then(|r| r.seq).unwrap_or(0);
-        self.send_rerr_to(now, BROADCAST, vec![(dst, seq)], false, out);
+        self.send_rerr_to(now, BROADCAST, vec![(dst, seq)], RerrCause::Broken, out);
     }
 
     // --- timers ---

@@ -874,6 +874,37 @@ fn rerr_broadcast_names_routes_without_precursors_and_never_unicasts() {
     }
 }
 
+/// When each RERR of `node` left, from the outputs logged since `from`.
+fn rerr_times(net: &Net, from: usize, node: usize) -> Vec<Duration> {
+    net.log[from..]
+        .iter()
+        .filter(|(_, n, _)| *n == node)
+        .filter_map(|(t, _, o)| match o {
+            Output::Send { payload, .. } => matches!(Message::decode(payload), Ok(Message::Rerr(_))).then_some(*t),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_relayed_broadcast_rerr_waits_the_jitter_and_a_broken_links_does_not() {
+    let jitter = ms(10);
+    let config = Config { rerr_broadcast: true, broadcast_jitter_ms: 10, ..quiet() };
+    let mut net = Net::chain(4, config);
+    // 0 finds 3: 1's route to 3 lists 0 as its precursor.
+    net.input(0, Input::NoRoute { src: addr(0), dst: addr(3), local: true });
+    net.run_until(ms(500));
+    let (from, broken) = (net.log.len(), net.now);
+    net.input(2, Input::LinkFailed { neighbor: addr(3) });
+    net.run_until(broken + ms(50));
+    // 2's own break leaves at once; 1 passes it on within the jitter after it arrived (1 ms).
+    assert_eq!(rerr_times(&net, from, 2), vec![broken]);
+    let relayed = rerr_times(&net, from, 1);
+    assert_eq!(relayed.len(), 1, "{relayed:?}");
+    assert!(relayed[0] > broken + ms(1) && relayed[0] <= broken + ms(1) + jitter, "{relayed:?}");
+    assert!(!net.kernel[0].contains_key(&addr(3)));
+}
+
 fn precursors(net: &Net, node: usize, dst: usize) -> Vec<Ipv4Addr> {
     net.nodes[node].routes[&addr(dst)].precursors.iter().copied().collect()
 }
