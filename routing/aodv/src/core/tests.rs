@@ -672,7 +672,7 @@ fn fig1_ns2() -> Net {
 fn rerrs_sent(net: &Net, node: usize) -> Vec<(Ipv4Addr, Vec<Ipv4Addr>)> {
     sent_since(net, 0, node)
         .into_iter()
-        .filter_map(|(to, m)| match m {
+        .filter_map(|(_, to, m)| match m {
             Message::Rerr(rerr) => Some((to, rerr.unreachable.iter().map(|(d, _)| *d).collect())),
             _ => None,
         })
@@ -721,13 +721,13 @@ fn ns2_rule_repairs_a_break_nearer_the_destination_without_telling_anyone() {
     assert_eq!(net.nodes[d].counters().route_breaks, 0);
 }
 
-/// What `node` sent from the `from`-th output of the log on: (to, message).
-fn sent_since(net: &Net, from: usize, node: usize) -> Vec<(Ipv4Addr, Message)> {
+/// What `node` sent from the `from`-th output of the log on: (when, to, message).
+fn sent_since(net: &Net, from: usize, node: usize) -> Vec<(Duration, Ipv4Addr, Message)> {
     net.log[from..]
         .iter()
         .filter(|(_, n, _)| *n == node)
-        .filter_map(|(_, _, o)| match o {
-            Output::Send { to, payload, .. } => Message::decode(payload).ok().map(|m| (*to, m)),
+        .filter_map(|(t, _, o)| match o {
+            Output::Send { to, payload, .. } => Message::decode(payload).ok().map(|m| (*t, *to, m)),
             _ => None,
         })
         .collect()
@@ -743,13 +743,13 @@ fn ns2_repair_asks_for_the_number_it_has_so_a_node_as_fresh_answers() {
     net.input(d, Input::LinkFailed { neighbor: addr(e) });
     net.run_until(net.now + ms(200));
     let relayed = |node| {
-        sent_since(&net, from, node).iter().any(|(_, m)| matches!(m, Message::Rreq(r) if r.orig == addr(d)))
+        sent_since(&net, from, node).iter().any(|(_, _, m)| matches!(m, Message::Rreq(r) if r.orig == addr(d)))
     };
     // C's route to E (through D) has the number D asks for: C answers instead
     // of relaying, as ns-2's recvRequest does, so the flood ends there.
     let answered = sent_since(&net, from, c)
         .iter()
-        .any(|(to, m)| *to == addr(d) && matches!(m, Message::Rrep(r) if r.dst == addr(e)));
+        .any(|(_, to, m)| *to == addr(d) && matches!(m, Message::Rrep(r) if r.dst == addr(e)));
     assert!(answered && !relayed(c) && !relayed(b));
     // That answer is 3 hops, D's route 1: D waits for the destination's
     // renumbered reply, which came round through F.
@@ -876,13 +876,10 @@ fn rerr_broadcast_names_routes_without_precursors_and_never_unicasts() {
 
 /// When each RERR of `node` left, from the outputs logged since `from`.
 fn rerr_times(net: &Net, from: usize, node: usize) -> Vec<Duration> {
-    net.log[from..]
-        .iter()
-        .filter(|(_, n, _)| *n == node)
-        .filter_map(|(t, _, o)| match o {
-            Output::Send { payload, .. } => matches!(Message::decode(payload), Ok(Message::Rerr(_))).then_some(*t),
-            _ => None,
-        })
+    sent_since(net, from, node)
+        .into_iter()
+        .filter(|(_, _, m)| matches!(m, Message::Rerr(_)))
+        .map(|(t, _, _)| t)
         .collect()
 }
 
