@@ -137,6 +137,29 @@ def test_a_neighbour_that_left_takes_its_kernel_route_with_it(write):
         assert [e for e in events(lab, "n0") if e["event"] == "discovery_failed" and e["dst"] == "10.0.0.2"]
 
 
+def test_a_next_hop_whose_address_cannot_be_resolved_breaks_the_route(write):
+    # ns-2 mode: no HELLOs, only failed data frames break a link. n0's
+    # route to n2 goes through n1, which then leaves. With n0's neighbour
+    # entry for n1 gone (expired, here flushed), the kernel sends no data
+    # frame to n1: it broadcasts ARP requests, then drops the packets
+    # (ICMP host unreachable). Only the entry going FAILED tells aodvd.
+    topology = write("unresolved.yaml", "name: aodvarp\nseed: 5\nrouting: {aodv: {preset: ns2}}\n"
+                                        "generate: {kind: chain, n: 3, spacing: 200m}\n"
+                                        "nodes:\n  n1: {mobility: {model: setdest, moves: "
+                                        "[{at: 4s, to: [200m, 1000m], speed: 200m/s}]}}\n")
+    with Lab.from_file(topology) as lab:
+        assert " 0% packet loss" in lab["n0"].run(["ping", "-c", "1", "-W", "3", "n2"], timeout=10).stdout
+        assert "10.0.0.3 via 10.0.0.2" in lab["n0"].run(["ip", "route", "show", "proto", "173"], check=True).stdout
+        while lab.status()["time_ns"] < 5.5e9:  # n1 is 250 m from n0 and n2 at 4.75 s
+            time.sleep(0.1)
+        lab["n0"].run(["ip", "neigh", "flush", "all"], check=True)
+        result = lab["n0"].run(["ping", "-c", "6", "-i", "1", "-w", "12", "n2"], timeout=30)
+        assert "Destination Host Unreachable" in result.stdout, result.stdout
+        breaks = [e for e in events(lab, "n0") if e["event"] == "link_broken"]
+        assert {(e["neighbor"], e["cause"]) for e in breaks} == {("10.0.0.2", "address resolution")}, breaks
+        assert "10.0.0.3 via" not in lab["n0"].run(["ip", "route", "show", "proto", "173"], check=True).stdout
+
+
 # The paper's Fig. 1, 200 m apart: A=n0 ... E=n4; F joins between D and E
 # (at 5 s); E leaves D at 10 m/s from 8 s, out of D's 250 m range at 13 s,
 # still in F's. A Reno bulk transfer A -> E runs throughout.

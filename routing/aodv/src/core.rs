@@ -1009,6 +1009,13 @@ impl Protocol for Aodv {
                     self.link_broken(now, neighbor, "link layer", out);
                 }
             }
+            // The kernel's failed ARP is link-layer news too, of a failure
+            // no frame reports (the request was broadcast).
+            Input::ResolutionFailed { neighbor } => {
+                if self.config.link_layer_feedback {
+                    self.link_broken(now, neighbor, "address resolution", out);
+                }
+            }
             // Without acked_frames_alive liveness is what RFC 3561 6.11 names,
             // packets from the neighbour; contention is COPAS's.
             Input::NeighborAcked { .. } | Input::MacBackoffs { .. } => {}

@@ -779,17 +779,18 @@ impl Copas {
         self.send(next, 1, &Message::Rerr(rerr), out);
     }
 
-    /// The radio could not reach `neighbor`: routes through it are broken,
+    /// The radio could not reach `neighbor` (a frame failed, or the kernel
+    /// could not resolve its address): routes through it are broken,
     /// unless the neighbour is still heard (or acknowledges frames). In a busy static network most
     /// retry drops are lost contention (hidden terminals, capture), which
     /// probes and reroutes deal with; a RERR for each would churn the paths.
-    fn link_failed(&mut self, now: Duration, neighbor: Ipv4Addr, out: &mut Vec<Output>) {
+    fn link_failed(&mut self, now: Duration, neighbor: Ipv4Addr, cause: &'static str, out: &mut Vec<Output>) {
         if self.heard.get(&neighbor).is_some_and(|&at| now.saturating_sub(at) < NEIGHBOR_ALIVE) {
             self.bump("retry_drops_to_live_neighbors");
             return;
         }
         self.counters.link_breaks += 1;
-        out.push(Output::Event(Event::LinkBroken { neighbor, cause: "link layer" }));
+        out.push(Output::Event(Event::LinkBroken { neighbor, cause }));
         let broken: Vec<((Ipv4Addr, Ipv4Addr), Vec<Ipv4Addr>)> = self
             .routes
             .iter()
@@ -929,7 +930,12 @@ impl Protocol for Copas {
             Input::RouteUsed { addr } => self.route_used(now, addr),
             Input::LinkFailed { neighbor } => {
                 if self.config.link_layer_feedback {
-                    self.link_failed(now, neighbor, out);
+                    self.link_failed(now, neighbor, "link layer", out);
+                }
+            }
+            Input::ResolutionFailed { neighbor } => {
+                if self.config.link_layer_feedback {
+                    self.link_failed(now, neighbor, "address resolution", out);
                 }
             }
             Input::MacBackoffs { total } => {

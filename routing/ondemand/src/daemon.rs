@@ -1,5 +1,6 @@
 //! The event loop: one thread polls the control socket, the NFQUEUE, a
-//! signalfd and the link layer's change notifications, with the protocol's
+//! signalfd, the kernel's neighbour notifications and the link layer's
+//! change notifications, with the protocol's
 //! next timer and the loop's own deadlines ([`crate::schedule`]: route use
 //! while routes exist, link feedback after a change, the counters file
 //! after it changed; [`crate::pacing`]: the next packet of a paced
@@ -29,6 +30,7 @@ use crate::control::ControlSocket;
 use crate::iptables::{self, RECENT_DESTINATIONS, RECENT_SOURCES};
 use crate::link_feedback::{arp_table, LinkLayer};
 use crate::pacing::Pacer;
+use crate::resolution::ResolutionFailures;
 use crate::route_use::{self, RecentList};
 use crate::routes::{Interface, RouteTable};
 use crate::schedule::{OnChange, Schedule};
@@ -94,6 +96,7 @@ struct Platform {
     /// The TTL this namespace's sources send with (hops from the destinations list's TTLs).
     default_ttl: u8,
     link_layer: Option<Box<dyn LinkLayer>>,
+    resolution: ResolutionFailures,
     events: Option<File>,
     start: Instant,
     mono_at_start_ns: u64,
@@ -118,6 +121,7 @@ pub fn run<P: Protocol>(
     let control = ControlSocket::bind(&config.interface).context("binding UDP port 654")?;
     let queue = NfQueue::open(config.queue, COPY_RANGE, QUEUE_MAX_LEN, None)?;
     let mut routes = RouteTable::open(interface).context("opening rtnetlink")?;
+    let resolution = ResolutionFailures::open(interface.index).context("subscribing to neighbour changes")?;
     routes.set_quickack(config.quickack);
     let leftovers = routes.flush_host_routes()? + routes.flush_pair_routes()?;
     if leftovers > 0 {
@@ -144,6 +148,7 @@ pub fn run<P: Protocol>(
         sources: RecentList::new(RECENT_SOURCES),
         default_ttl: route_use::default_ttl(),
         link_layer,
+        resolution,
         events,
         start: Instant::now(),
         mono_at_start_ns: monotonic_ns(),
@@ -229,6 +234,7 @@ impl Platform {
                 PollFd::new(self.control.as_fd(), PollFlags::POLLIN),
                 PollFd::new(self.queue.as_fd(), PollFlags::POLLIN),
                 PollFd::new(signal_fd.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.resolution.as_fd(), PollFlags::POLLIN),
             ];
             fds.extend(changes.map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
             match poll(&mut fds, timeout) {
@@ -237,7 +243,8 @@ impl Platform {
             }
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let (control_ready, queue_ready, signal_ready) = (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]));
-            let links_changed = fds.get(3).is_some_and(ready);
+            let neighbours_changed = ready(&fds[3]);
+            let links_changed = fds.get(4).is_some_and(ready);
             drop(fds);
             if links_changed {
                 schedule.link_changed(self.now());
@@ -253,6 +260,9 @@ impl Platform {
                         return Ok(());
                     }
                 }
+            }
+            if neighbours_changed {
+                self.resolution_failures(protocol, &mut out);
             }
             if control_ready {
                 self.receive_control(protocol, &mut out);
@@ -274,6 +284,22 @@ impl Platform {
     /// What the counters file says, but the time of writing.
     fn status<P: Protocol>(&self, protocol: &P) -> (Counters, usize) {
         (protocol.counters().clone(), self.installed)
+    }
+
+    fn resolution_failures<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output<P::Event>>) {
+        let overruns = self.resolution.overruns;
+        let failed = self.resolution.failed_since_last().unwrap_or_else(|error| {
+            warn!(%error, "reading neighbour notifications");
+            Vec::new()
+        });
+        if self.resolution.overruns > overruns {
+            warn!("neighbour notifications lost: the socket's buffer overran");
+        }
+        let now = self.now();
+        for neighbor in failed {
+            protocol.handle(now, Input::ResolutionFailed { neighbor }, out);
+        }
+        self.carry_out(protocol, out);
     }
 
     fn receive_control<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output<P::Event>>) {

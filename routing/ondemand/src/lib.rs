@@ -31,7 +31,8 @@
 //! `meshemu_netutil::nfqueue`, shared with bpd; rules in [`iptables`]) and
 //! releases (at once or paced, [`pacing`]) or rejects them when the
 //! protocol says so, sees route use through xt_recent ([`route_use`]) and
-//! link failures through the radio statistics ([`link_feedback`]), and
+//! link failures through the radio statistics ([`link_feedback`]) and the
+//! kernel's failed neighbour entries ([`resolution`]), and
 //! talks to neighbours on the [`control`] socket. [`daemon::run`] drives any [`Protocol`] with all of
 //! it on one thread ([`schedule`]: its own deadlines); [`program::main`] is
 //! a whole daemon program (command line, config file, `--print-rules`,
@@ -46,6 +47,7 @@ pub mod link_feedback;
 pub mod pacing;
 pub mod program;
 mod protocol;
+pub mod resolution;
 pub mod route_use;
 pub mod routes;
 pub mod schedule;

@@ -30,6 +30,10 @@ pub enum Input<'a> {
     RouteUsed { addr: Ipv4Addr },
     /// The link layer could not deliver a frame to this neighbour.
     LinkFailed { neighbor: Ipv4Addr },
+    /// The kernel could not resolve this neighbour's link-layer address
+    /// (its neighbour entry went FAILED): no frame failed, but nothing
+    /// reaches it either ([`crate::resolution`]).
+    ResolutionFailed { neighbor: Ipv4Addr },
     /// The link layer received frames from this neighbour (data included).
     NeighborHeard { neighbor: Ipv4Addr },
     /// The link layer's frames to this neighbour were acknowledged.

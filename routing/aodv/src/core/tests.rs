@@ -562,14 +562,29 @@ fn local_repair_finds_the_new_neighbour_without_telling_the_source() {
 
 #[test]
 fn link_layer_feedback_breaks_at_once_only_when_on() {
-    for feedback in [false, true] {
-        let config = Config { link_layer_feedback: feedback, broadcast_jitter_ms: 0, ..Config::default() };
-        let mut net = Net::chain(3, config);
-        net.run_until(ms(3000));
-        net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
-        net.run_until(ms(3100));
-        net.input(1, Input::LinkFailed { neighbor: addr(2) });
-        assert_eq!(net.kernel[1].contains_key(&addr(2)), !feedback);
+    let failures = [
+        (Input::LinkFailed { neighbor: addr(2) }, "link layer"),
+        (Input::ResolutionFailed { neighbor: addr(2) }, "address resolution"),
+    ];
+    for (failure, cause) in failures {
+        for feedback in [false, true] {
+            let config = Config { link_layer_feedback: feedback, broadcast_jitter_ms: 0, ..Config::default() };
+            let mut net = Net::chain(3, config);
+            net.run_until(ms(3000));
+            net.input(0, Input::NoRoute { src: addr(0), dst: addr(2), local: true });
+            net.run_until(ms(3100));
+            net.input(1, failure.clone());
+            assert_eq!(net.kernel[1].contains_key(&addr(2)), !feedback, "{failure:?}");
+            let causes: Vec<_> = net
+                .events(1)
+                .into_iter()
+                .filter_map(|(_, event)| match event {
+                    Event::LinkBroken { cause, .. } => Some(cause),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(causes, if feedback { vec![cause] } else { vec![] }, "{failure:?}");
+        }
     }
 }
 

@@ -293,17 +293,24 @@ fn a_spike_without_a_better_disjoint_path_keeps_the_path() {
 
 #[test]
 fn a_rerr_switches_the_source_to_the_other_path_at_once_then_a_new_one_comes() {
-    let mut net = fig2_discovered();
-    // Relay 7 can no longer reach D.
-    net.links.remove(&(D, 7));
-    let broke = net.now;
-    net.input(7, Input::LinkFailed { neighbor: addr(D) });
-    net.run_until(broke + ms(10));
-    assert_eq!(net.walk(S, D), vec![S, 2, 3, D], "data over the ACKs' path i, 2 ms after the break");
-    assert!(net.events(S).iter().any(|(_, e)| matches!(e, Event::PathSwitched { role: "forward", cause: "rerr", .. })));
-    net.run_until(broke + ms(3000));
-    assert_eq!(net.walk(S, D), vec![S, 4, 5, D], "the rediscovery gives j, disjoint from i");
-    assert_eq!(net.walk(D, S), vec![D, 3, 2, S]);
+    // Relay 7 can no longer reach D: a frame failed, or its address could not be resolved.
+    let failures = [
+        (Input::LinkFailed { neighbor: addr(D) }, "link layer"),
+        (Input::ResolutionFailed { neighbor: addr(D) }, "address resolution"),
+    ];
+    for (failure, cause) in failures {
+        let mut net = fig2_discovered();
+        net.links.remove(&(D, 7));
+        let broke = net.now;
+        net.input(7, failure);
+        net.run_until(broke + ms(10));
+        assert!(net.events(7).iter().any(|(_, e)| *e == Event::LinkBroken { neighbor: addr(D), cause }));
+        assert_eq!(net.walk(S, D), vec![S, 2, 3, D], "data over the ACKs' path i, 2 ms after the break");
+        assert!(net.events(S).iter().any(|(_, e)| matches!(e, Event::PathSwitched { role: "forward", cause: "rerr", .. })));
+        net.run_until(broke + ms(3000));
+        assert_eq!(net.walk(S, D), vec![S, 4, 5, D], "the rediscovery gives j, disjoint from i");
+        assert_eq!(net.walk(D, S), vec![D, 3, 2, S]);
+    }
 }
 
 #[test]

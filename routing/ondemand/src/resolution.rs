@@ -1,0 +1,120 @@
+//! Failed address resolution: the kernel's neighbour entries on the
+//! routing interface that went FAILED (its ARP requests or probes went
+//! unanswered), from the neighbour table's change notifications.
+//!
+//! The link layer cannot report these: an ARP request is broadcast, so no
+//! frame fails, and the kernel drops the packets that waited for the
+//! address with an ICMP host unreachable to their sender. Without this a
+//! route through a neighbour that left while its entry was unresolved (or
+//! after the entry expired) stays up for as long as traffic keeps it in
+//! use, and no packet on it arrives.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use meshemu_netutil::rtnetlink::parse_messages;
+use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState};
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
+
+/// linux/rtnetlink.h's multicast group of neighbour changes (a number, not a mask).
+const RTNLGRP_NEIGH: u32 = 3;
+
+/// The neighbour notifications of the calling thread's network namespace.
+pub struct ResolutionFailures {
+    socket: Socket,
+    interface: u32,
+    buffer: Vec<u8>,
+    /// Times notifications were lost (the socket's buffer overran).
+    pub overruns: u64,
+}
+
+impl ResolutionFailures {
+    /// Subscribes to neighbour changes on the interface with this index.
+    pub fn open(interface: u32) -> io::Result<ResolutionFailures> {
+        let mut socket = Socket::new(NETLINK_ROUTE)?;
+        socket.bind_auto()?;
+        socket.add_membership(RTNLGRP_NEIGH)?;
+        socket.set_non_blocking(true)?;
+        Ok(ResolutionFailures { socket, interface, buffer: vec![0; 64 * 1024], overruns: 0 })
+    }
+
+    /// The neighbours whose resolution failed since the last call, in the
+    /// order the kernel reported them (reads every pending notification).
+    pub fn failed_since_last(&mut self) -> io::Result<Vec<Ipv4Addr>> {
+        let mut failed = Vec::new();
+        loop {
+            let size = match self.socket.recv(&mut &mut self.buffer[..], 0) {
+                Ok(size) => size,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(failed),
+                // Lost notifications cannot be asked for again; later ones still come.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.overruns += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let messages = parse_messages(&self.buffer[..size]);
+            failed.extend(messages.iter().filter_map(|message| failed_neighbour(message, self.interface)));
+        }
+    }
+}
+
+impl AsFd for ResolutionFailures {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+}
+
+/// The IPv4 neighbour on `interface` a notification reports as FAILED.
+fn failed_neighbour(message: &RouteNetlinkMessage, interface: u32) -> Option<Ipv4Addr> {
+    let RouteNetlinkMessage::NewNeighbour(neighbour) = message else { return None };
+    if neighbour.header.ifindex != interface || neighbour.header.state != NeighbourState::Failed {
+        return None;
+    }
+    address(neighbour)
+}
+
+fn address(neighbour: &NeighbourMessage) -> Option<Ipv4Addr> {
+    neighbour.attributes.iter().find_map(|attribute| match attribute {
+        NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => Some(*ip),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_route::AddressFamily;
+
+    fn notification(ifindex: u32, state: NeighbourState, ip: Ipv4Addr) -> RouteNetlinkMessage {
+        let mut message = NeighbourMessage::default();
+        message.header.family = AddressFamily::Inet;
+        message.header.ifindex = ifindex;
+        message.header.state = state;
+        message.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)));
+        RouteNetlinkMessage::NewNeighbour(message)
+    }
+
+    #[test]
+    fn only_a_failed_entry_on_the_routing_interface_is_a_failure() {
+        let ip = Ipv4Addr::new(10, 0, 0, 2);
+        assert_eq!(failed_neighbour(&notification(4, NeighbourState::Failed, ip), 4), Some(ip));
+        assert_eq!(failed_neighbour(&notification(5, NeighbourState::Failed, ip), 4), None);
+        for state in [NeighbourState::Incomplete, NeighbourState::Reachable, NeighbourState::Stale, NeighbourState::Probe] {
+            assert_eq!(failed_neighbour(&notification(4, state, ip), 4), None, "{state:?}");
+        }
+        let RouteNetlinkMessage::NewNeighbour(failed) = notification(4, NeighbourState::Failed, ip) else { unreachable!() };
+        assert_eq!(failed_neighbour(&RouteNetlinkMessage::DelNeighbour(failed), 4), None);
+    }
+
+    #[test]
+    fn a_failed_entry_without_an_ipv4_address_is_left_out() {
+        let mut message = NeighbourMessage::default();
+        message.header.ifindex = 4;
+        message.header.state = NeighbourState::Failed;
+        message.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet6("fe80::1".parse().unwrap())));
+        assert_eq!(failed_neighbour(&RouteNetlinkMessage::NewNeighbour(message), 4), None);
+    }
+}
