@@ -540,9 +540,10 @@ impl Platform {
     /// its MAC address in the ARP table).
     fn flush(&mut self, neighbor: Ipv4Addr) {
         let Some(link_layer) = self.link_layer.as_mut() else { return };
+        // Unresolved (a failed resolution broke the link): the kernel
+        // handed the link layer nothing for it lately.
         let Some(mac) = arp_table(&self.config.interface).into_iter().find_map(|(mac, ip)| (ip == neighbor).then_some(mac))
         else {
-            warn!(%neighbor, "flushing: no MAC address for the neighbour");
             return;
         };
         if let Err(error) = link_layer.flush(mac) {

@@ -187,10 +187,15 @@ fn contention_backoffs(counters: &NodeCounters) -> u64 {
     counters.backoffs.saturating_sub(post_transmission)
 }
 
-/// IPv4 neighbours on `interface` by MAC address, from the kernel's ARP table.
+/// IPv4 neighbours on `interface` by MAC address, from the kernel's ARP
+/// table: resolved entries only.
 pub fn arp_table(interface: &str) -> HashMap<[u8; 6], Ipv4Addr> {
     fs::read_to_string("/proc/net/arp").map(|text| parse_arp(&text, interface)).unwrap_or_default()
 }
+
+/// linux/if_arp.h's ATF_COM: the entry holds a link-layer address
+/// (unresolved and failed entries show an all-zero one).
+const ATF_COM: u32 = 0x2;
 
 /// `IP address  HW type  Flags  HW address  Mask  Device` lines.
 fn parse_arp(text: &str, interface: &str) -> HashMap<[u8; 6], Ipv4Addr> {
@@ -199,6 +204,10 @@ fn parse_arp(text: &str, interface: &str) -> HashMap<[u8; 6], Ipv4Addr> {
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             if fields.len() < 6 || fields[5] != interface {
+                return None;
+            }
+            let flags = u32::from_str_radix(fields[2].trim_start_matches("0x"), 16).ok()?;
+            if flags & ATF_COM == 0 {
                 return None;
             }
             let ip = fields[0].parse().ok()?;
@@ -227,6 +236,7 @@ mod tests {
         let text = "IP address       HW type     Flags       HW address            Mask     Device\n\
                     10.0.0.2         0x1         0x2         02:00:00:00:00:02     *        wlan0\n\
                     10.9.9.9         0x1         0x2         02:00:00:00:00:09     *        eth0\n\
+                    10.0.0.3         0x1         0x0         00:00:00:00:00:00     *        wlan0\n\
                     bogus\n";
         let table = parse_arp(text, "wlan0");
         assert_eq!(table.len(), 1);
