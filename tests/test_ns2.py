@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ from meshemu.experiment.results import read_records
 from meshemu.experiment.runs import LAB, NS2, SIM
 from meshemu.lab import Lab
 from meshemu.ns2 import scenario as ns2_scenario
+from meshemu.ns2.support import NS2_AODV, NS2_AODV_MOOT
 from meshemu.ns2.trace import TraceReader, read_samples
+from meshemu.schema import AodvOptions
 from meshemu.source import load_yaml
 from meshemu.state import lab_names
 from meshemu.topology import load_topology
@@ -506,6 +509,20 @@ def test_aodvds_ns2_preset_is_ns2s_aodv(write):
            "reply's destination only (ns2)" in found
     assert "topology.routing.aodv.release_spacing: Debian's ns-2.35 AODV releases held packets 10ms apart " \
            "after a reply (ARP_DELAY)" in found
+
+
+def test_the_drivers_ns2_aodv_is_aodvds_preset_and_knows_every_option():
+    # ns-2.35's AODV is described twice: aodvd's `preset = "ns2"` (Rust) and
+    # the table the ns-2 driver refuses other settings by. They must agree.
+    printed = subprocess.run([str(medium.find_program("aodvd")), "--print-config", "--set", "aodv.preset=ns2"],
+                             capture_output=True, text=True, check=True).stdout
+    preset = tomllib.loads(printed)["aodv"]
+    differ = {option: (fixed, preset.get(option)) for option, (_, fixed, _) in NS2_AODV.items()
+              if option != "preset" and preset.get(option) != fixed}
+    assert not differ, f"the driver's value, aodvd's preset: {differ}"
+    # Every option a topology can give aodvd is either ns-2's fixed value or moot there.
+    described = {key for key, _, _ in NS2_AODV.values()} | {option.removesuffix("_ms") for option in NS2_AODV_MOOT}
+    assert set(AodvOptions.model_fields) - described == set()
 
 
 def test_radios_that_differ_between_nodes_are_refused_at_the_node(write):

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 # Debian's ns-2.35 AODV, as aodvd's `preset: ns2` describes it (routing/aodv,
 # Config::ns2; routing/aodv/NS2.md), in the units of choices.routing_choice_of's
 # options: what `routing: {aodv: {...}}` may ask of it. Its settings are
-# compile-time constants of aodv.h and aodv.cc.
+# compile-time constants of aodv.h and aodv.cc. tests/test_ns2.py checks this
+# table against `aodvd --print-config` with the preset.
 NS2_AODV = {
     "preset": ("preset", "ns2", "is what preset: ns2 describes"),
     "hello_interval_ms": ("hello_interval", 0, "sends no HELLOs (AODV_LINK_LAYER_DETECTION): 0s"),
