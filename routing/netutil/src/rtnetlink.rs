@@ -3,12 +3,38 @@
 //! talks to the network namespace of the thread that opened it.
 
 use std::io;
+use std::net::Ipv4Addr;
 
 use netlink_packet_core::{
     NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
+use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+// linux/rtnetlink.h multicast groups (numbers, not bit masks)
+pub const RTNLGRP_NEIGH: u32 = 3;
+pub const RTNLGRP_IPV4_ROUTE: u32 = 7;
+
+/// A non-blocking socket that receives the notifications of `groups`
+/// (read them with [`parse_messages`]).
+pub fn subscribe(groups: &[u32]) -> io::Result<Socket> {
+    let mut socket = Socket::new(NETLINK_ROUTE)?;
+    socket.bind_auto()?;
+    for &group in groups {
+        socket.add_membership(group)?;
+    }
+    socket.set_non_blocking(true)?;
+    Ok(socket)
+}
+
+/// The IPv4 address a neighbour message is about.
+pub fn neighbour_ipv4(neighbour: &NeighbourMessage) -> Option<Ipv4Addr> {
+    neighbour.attributes.iter().find_map(|attribute| match attribute {
+        NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => Some(*ip),
+        _ => None,
+    })
+}
 
 /// A request that failed: what it was for and the kernel's error.
 #[derive(Debug, thiserror::Error)]

@@ -13,13 +13,10 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use meshemu_netutil::rtnetlink::parse_messages;
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState};
+use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, RTNLGRP_NEIGH};
+use netlink_packet_route::neighbour::NeighbourState;
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
-
-/// linux/rtnetlink.h's multicast group of neighbour changes (a number, not a mask).
-const RTNLGRP_NEIGH: u32 = 3;
+use netlink_sys::Socket;
 
 /// The neighbour notifications of the calling thread's network namespace.
 pub struct ResolutionFailures {
@@ -33,10 +30,7 @@ pub struct ResolutionFailures {
 impl ResolutionFailures {
     /// Subscribes to neighbour changes on the interface with this index.
     pub fn open(interface: u32) -> io::Result<ResolutionFailures> {
-        let mut socket = Socket::new(NETLINK_ROUTE)?;
-        socket.bind_auto()?;
-        socket.add_membership(RTNLGRP_NEIGH)?;
-        socket.set_non_blocking(true)?;
+        let socket = subscribe(&[RTNLGRP_NEIGH])?;
         Ok(ResolutionFailures { socket, interface, buffer: vec![0; 64 * 1024], overruns: 0 })
     }
 
@@ -73,19 +67,13 @@ fn failed_neighbour(message: &RouteNetlinkMessage, interface: u32) -> Option<Ipv
     if neighbour.header.ifindex != interface || neighbour.header.state != NeighbourState::Failed {
         return None;
     }
-    address(neighbour)
-}
-
-fn address(neighbour: &NeighbourMessage) -> Option<Ipv4Addr> {
-    neighbour.attributes.iter().find_map(|attribute| match attribute {
-        NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => Some(*ip),
-        _ => None,
-    })
+    neighbour_ipv4(neighbour)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
     use netlink_packet_route::AddressFamily;
 
     fn notification(ifindex: u32, state: NeighbourState, ip: Ipv4Addr) -> RouteNetlinkMessage {

@@ -8,16 +8,12 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use meshemu_netutil::rtnetlink::{parse_messages, RouteSocket};
+use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, RouteSocket, RTNLGRP_IPV4_ROUTE, RTNLGRP_NEIGH};
 use netlink_packet_core::NLM_F_DUMP;
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
+use netlink_packet_route::neighbour::{NeighbourAttribute, NeighbourMessage};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
-
-// linux/rtnetlink.h multicast groups (numbers, not bit masks)
-const RTNLGRP_NEIGH: u32 = 3;
-const RTNLGRP_IPV4_ROUTE: u32 = 7;
+use netlink_sys::Socket;
 
 /// Where the kernel sends a packet for a destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,11 +38,7 @@ impl Routes {
     /// Opens the sockets in the calling thread's network namespace and reads the neighbour table.
     pub fn open() -> io::Result<Routes> {
         let requests = RouteSocket::open()?;
-        let mut events = Socket::new(NETLINK_ROUTE)?;
-        events.bind_auto()?;
-        events.add_membership(RTNLGRP_IPV4_ROUTE)?;
-        events.add_membership(RTNLGRP_NEIGH)?;
-        events.set_non_blocking(true)?;
+        let events = subscribe(&[RTNLGRP_IPV4_ROUTE, RTNLGRP_NEIGH])?;
         let mut routes = Routes {
             requests,
             events,
@@ -158,14 +150,9 @@ impl Routes {
 }
 
 fn neighbour_entry(neighbour: &NeighbourMessage) -> Option<([u8; 6], Ipv4Addr)> {
-    let mut address = None;
-    let mut mac = None;
-    for attribute in &neighbour.attributes {
-        match attribute {
-            NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => address = Some(*ip),
-            NeighbourAttribute::LinkLayerAddress(bytes) => mac = <[u8; 6]>::try_from(bytes.as_slice()).ok(),
-            _ => {}
-        }
-    }
-    Some((mac?, address?))
+    let mac = neighbour.attributes.iter().find_map(|attribute| match attribute {
+        NeighbourAttribute::LinkLayerAddress(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+        _ => None,
+    });
+    Some((mac?, neighbour_ipv4(neighbour)?))
 }
