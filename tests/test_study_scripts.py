@@ -1,7 +1,7 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
 counters.py, experiments/re-tfrc/tables.py,
 experiments/validation/ns2/frame_lengths.py, rreq_origins.py, flow_drops.py,
-packet_fates.py) on small hand-made results: records with only the keys the
+packet_fates.py, link_breaks.py) on small hand-made results: records with only the keys the
 scripts read, run files as `meshemu run` writes them, and the expected
 figures computed by hand in the comments."""
 
@@ -40,6 +40,7 @@ frame_lengths = study_script("validation/ns2/frame_lengths.py")
 rreq_origins = study_script("validation/ns2/rreq_origins.py")
 flow_drops = study_script("validation/ns2/flow_drops.py")
 packet_fates = study_script("validation/ns2/packet_fates.py")
+link_breaks = study_script("validation/ns2/link_breaks.py")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -590,3 +591,40 @@ def test_rreq_origins_counts_a_lab_runs_originated_rreqs_by_node(tmp_path):
     record = {"run_id": "r1", "seed": 4, "software": {"git": "abc"}}
     assert rreq_origins.lab_floods(tmp_path, record, {"n0"}) == {
         "seed": 4, "code": "abc", "originated": {"source": 2, "relay": 1}, "transmissions": 7}
+
+
+# --- experiments/validation/ns2/link_breaks.py ------------------------------------------------------
+
+def test_link_breaks_tells_failed_first_resolutions_from_entries_resolved_before(tmp_path, monkeypatch, capsys):
+    routing = tmp_path / "runs" / "r1" / "routing"
+    s = 10 ** 9
+    n1, n2, n3 = NODE_IP["n1"], NODE_IP["n2"], NODE_IP["n3"]
+    write_jsonl(routing / "n0.aodv-events.jsonl", [
+        # n1 a next hop from 10 s, its entry failing at 40 s: resolved before (30 s >= 15 s).
+        {"event": "route_added", "next_hop": n1, "mono_ns": 10 * s},
+        {"event": "route_updated", "next_hop": n1, "mono_ns": 20 * s},
+        {"event": "link_broken", "cause": "address resolution", "neighbor": n1, "mono_ns": 40 * s},
+        # n1 again from 41 s, failing at 43 s: a first resolution (the clock restarts at the break).
+        {"event": "route_added", "next_hop": n1, "mono_ns": 41 * s},
+        {"event": "link_broken", "cause": "address resolution", "neighbor": n1, "mono_ns": 43 * s},
+        # n2 a next hop from 5 s, its frames failing at 60 s: not a resolution.
+        {"event": "route_added", "next_hop": n2, "mono_ns": 5 * s},
+        {"event": "link_broken", "cause": "link layer", "neighbor": n2, "mono_ns": 60 * s},
+    ])
+    write_jsonl(routing / "n4.aodv-events.jsonl", [
+        # n3 never a next hop of n4's: a failed resolution without a route counts as a first one.
+        {"event": "link_broken", "cause": "address resolution", "neighbor": n3, "mono_ns": 90 * s},
+    ])
+    (routing / "n4.copas-events.jsonl").write_text(json.dumps(
+        {"event": "link_broken", "cause": "link layer", "neighbor": n1, "mono_ns": 0}) + "\n")
+    causes, resolved_before = link_breaks.run_breaks(tmp_path / "runs" / "r1")
+    assert causes == {"address resolution": 3, "link layer": 1}
+    assert resolved_before == 1
+    record = {"run_id": "r1", "driver": "lab", "params": {"case": "fifo"}, "seed": 2,
+              "software": {"git": "abc"}, "behind_real_time": False}
+    write_jsonl(tmp_path / "runs.jsonl", [record, {**record, "run_id": "ns", "driver": "ns2"}])
+    monkeypatch.setattr(sys, "argv", ["link_breaks.py", str(tmp_path)])
+    link_breaks.main()  # the ns-2 run is left out
+    assert capsys.readouterr().out == (
+        "case=fifo seed 2 abc in time: link breaks address resolution 3, link layer 1; "
+        "failed resolutions on a link in use 15 s or more 1\n")
