@@ -7,7 +7,7 @@ import pytest
 
 from meshemu import kernelstats
 from meshemu.experiment import metrics
-from meshemu.experiment.results import flatten_record
+from meshemu.experiment.results import ResultsDir, flatten_record
 
 S = 1_000_000_000
 
@@ -163,6 +163,15 @@ def test_records_flatten_with_flows_by_name():
     assert row["medium.retry_drops"] == 4 and row["medium.rts_attempts_hist"] == "[1, 2]"
     assert row["routing.control_bytes"] == 0 and row["lateness.p99_ns"] == 5
     assert row["kernel.Ip.ForwDatagrams"] == 7
+
+
+def test_a_drivers_records_count_records_from_before_drivers_as_lab_runs(tmp_path):
+    results = ResultsDir(tmp_path)
+    for run_id, driver in (("old", None), ("lab", "lab"), ("ns", "ns2")):
+        results.append({"run_id": run_id, **({"driver": driver} if driver else {})})
+    assert [r["run_id"] for r in results.driver_records("lab")] == ["old", "lab"]
+    assert [r["run_id"] for r in results.driver_records("ns2")] == ["ns"]
+    assert ResultsDir(tmp_path / "missing").driver_records("lab") == []
 
 
 def test_the_flows_of_a_group_add_up_where_every_one_has_the_figure():

@@ -628,3 +628,7 @@ def test_link_breaks_tells_failed_first_resolutions_from_entries_resolved_before
     assert capsys.readouterr().out == (
         "case=fifo seed 2 abc in time: link breaks address resolution 3, link layer 1; "
         "failed resolutions on a link in use 15 s or more 1\n")
+    monkeypatch.setattr(sys, "argv", ["link_breaks.py", str(tmp_path / "runs")])
+    with pytest.raises(SystemExit):  # a directory without recorded lab runs is an error, not silence
+        link_breaks.main()
+    assert "no lab runs recorded" in capsys.readouterr().err

@@ -82,6 +82,10 @@ class ResultsDir:
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.runs_file)
 
+    def driver_records(self, driver: str) -> list[dict[str, Any]]:
+        """The records of one driver's runs (records from before drivers are lab runs)."""
+        return [record for record in self.records() if record.get("driver", DEFAULT_DRIVER) == driver]
+
     def recorded_ids(self) -> set[str]:
         return {record["run_id"] for record in self.records()}
 

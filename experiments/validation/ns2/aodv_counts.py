@@ -16,6 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
+from meshemu.experiment.results import ResultsDir
+
 MESSAGES = ("rreq", "rerr", "rrep")
 
 
@@ -41,11 +43,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="a results directory of meshemu run (lab runs with aodvd)")
     out = parser.parse_args().out
-    with open(out / "runs.jsonl") as runs:
-        for line in runs:
-            record = json.loads(line)
-            if record["driver"] == "lab":
-                print(run_counts(out, record))
+    records = ResultsDir(out).driver_records("lab")
+    if not records:
+        parser.error(f"{out}: no lab runs recorded")
+    for record in records:
+        print(run_counts(out, record))
 
 
 if __name__ == "__main__":

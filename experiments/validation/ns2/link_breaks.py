@@ -23,6 +23,8 @@ import collections
 import json
 from pathlib import Path
 
+from meshemu.experiment.results import ResultsDir
+
 # Longer than a first resolution can take (3 requests, 1 s apart) by a
 # margin, and as short as Linux's shortest reachable time (half of 30 s).
 RESOLVED_AFTER_S = 15.0
@@ -63,11 +65,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, nargs="+", help="results directories of meshemu run (lab runs)")
     for out in parser.parse_args().out:
-        with open(out / "runs.jsonl") as runs:
-            for line in runs:
-                record = json.loads(line)
-                if record["driver"] == "lab":
-                    print(run_line(out, record))
+        records = ResultsDir(out).driver_records("lab")
+        if not records:
+            parser.error(f"{out}: no lab runs recorded")
+        for record in records:
+            print(run_line(out, record))
 
 
 if __name__ == "__main__":

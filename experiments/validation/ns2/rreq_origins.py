@@ -20,6 +20,8 @@ import collections
 import json
 from pathlib import Path
 
+from meshemu.experiment.results import ResultsDir
+
 
 def _fields(line: str, start: str) -> list[str]:
     """The bracketed fields from `start` on, split on spaces and brackets."""
@@ -92,11 +94,11 @@ def main() -> None:
     if args.path.is_file():
         print(json.dumps(ns2_floods(args.path, {int(s) for s in args.sources}), indent=1))
         return
-    with open(args.path / "runs.jsonl") as runs:
-        for line in runs:
-            record = json.loads(line)
-            if record["driver"] == "lab":
-                print(json.dumps(lab_floods(args.path, record, set(args.sources))))
+    records = ResultsDir(args.path).driver_records("lab")
+    if not records:
+        parser.error(f"{args.path}: no lab runs recorded")
+    for record in records:
+        print(json.dumps(lab_floods(args.path, record, set(args.sources))))
 
 
 if __name__ == "__main__":
