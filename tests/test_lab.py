@@ -251,6 +251,32 @@ def test_nodes_forward_and_send_or_take_no_redirects(chain):
         assert dict(zip(wanted, values)) == wanted
 
 
+def test_arp_resolve_once_keeps_a_resolved_neighbour_reachable_unprobed(chain, write):
+    """topologies/README.md's `arp`: `kernel` leaves wlan0's neighbour
+    table as Linux has it; `resolve_once` makes a resolved entry reachable
+    for a day, and one that starts stale (n1's entry for n0, learnt from
+    n0's request) waits a day before its first probe."""
+    keys = ["net.ipv4.neigh.wlan0.base_reachable_time_ms", "net.ipv4.neigh.wlan0.delay_first_probe_time"]
+    kernel = Lab.attach(CHAIN)["n0"].run(["sysctl", "-n", *keys], check=True).stdout.split()
+    # A new interface takes the host's defaults (Linux: 30000 and 5).
+    host = Path("/proc/sys/net/ipv4/neigh/default")
+    assert kernel == [(host / key.rsplit(".", 1)[1]).read_text().strip() for key in keys]
+    file = write("a.yaml", "name: tarp\narp: resolve_once\ngenerate: {kind: chain, n: 2, spacing: 200m}\n")
+    with Lab(load_topology(file)) as lab:
+        for name in ("n0", "n1"):
+            assert lab[name].run(["sysctl", "-n", *keys], check=True).stdout.split() == ["86400000", "86400"]
+        assert lab["n0"].run(["ping", "-n", "-c", "1", "-W", "2", "n1"]).returncode == 0
+        time.sleep(6)  # Linux would have probed n1's entry 5 s after the reply used it
+
+        def state(node: str, address: str) -> list[str]:
+            shown = lab[node].run(["ip", "-j", "neigh", "show", "dev", "wlan0", address], check=True).stdout
+            return json.loads(shown)[0]["state"]
+
+        assert state("n0", "10.0.0.2") == ["REACHABLE"]
+        assert state("n1", "10.0.0.1") == ["DELAY"]
+    assert leftovers("tarp") == []
+
+
 def test_context_manager_removes_everything(tmp_path):
     with Lab.from_file(TOPOLOGIES / "grid5.yaml", name="tctx") as lab:
         assert len(lab) == 25

@@ -72,6 +72,7 @@ CASES = {
     "spin too long": (CHAIN + "realtime: {spin: 2ms}\n", 3, 11, "realtime", "spin must be at most 1ms, got 2000us"),
     "bad scheduling choice": (CHAIN + "realtime: {sched_fifo: always}\n", 3, 24, "realtime.sched_fifo",
                               "expected true, false or auto, got 'always'"),
+    "unknown ARP choice": (CHAIN + "arp: never\n", 3, 6, "arp", "'kernel' or 'resolve_once'"),
 }
 
 

@@ -702,6 +702,8 @@ class TopologySpec(StrictModel):
     mobility: LabMobility | None = None
     backend: Backend = TapBackend(kind="tap")
     realtime: Realtime = Realtime()
+    # How the nodes' kernels keep their neighbours' link addresses (topologies/README.md).
+    arp: Literal["kernel", "resolve_once"] = "kernel"
 
 
 # --- sim and experiment files -----------------------------------------------------------

@@ -62,6 +62,7 @@ class Topology:
     queueing: QueueingChoice = QueueingChoice()  # bpd in every node unless fifo (choices.py, queueing.py)
     # LAB.json's realtime: {"sched_fifo": off | auto | on, "spin_ns"} (emulator/README.md section 4)
     realtime: dict[str, Any] = field(default_factory=lambda: {"sched_fifo": "auto", "spin_ns": 0})
+    arp: str = "kernel"  # LAB.json's arp: kernel | resolve_once (emulator/README.md section 4)
 
     @property
     def lab_routing(self) -> str:
@@ -90,6 +91,7 @@ class Topology:
             "realtime": self.realtime,
             "ipv6_link_local": self.routing_choice.kind.ipv6_link_local,
             "hold_mobility": hold_mobility,
+            "arp": self.arp,
         }
 
 
@@ -226,7 +228,7 @@ class _Resolver:
         fifo = self.spec.realtime.sched_fifo
         realtime = {"sched_fifo": {True: "on", False: "off"}.get(fifo, fifo), "spin_ns": self.spec.realtime.spin}
         return Topology(self.spec.name, self.doc.file, self.spec.subnet, nodes, config, choice,
-                        self._backend(), self.queueing, realtime)
+                        self._backend(), self.queueing, realtime, self.spec.arp)
 
     def _backend(self) -> dict[str, Any]:
         backend = self.spec.backend

@@ -30,6 +30,9 @@ pub struct LabConfig {
     /// daemons that speak over it (babeld).
     #[serde(default)]
     pub ipv6_link_local: bool,
+    /// How the nodes' kernels keep their neighbours' link addresses.
+    #[serde(default)]
+    pub arp: Arp,
     /// Nodes stand at their time-0 positions until a `mobility` request
     /// resumes them: the experiment runner's time 0, so that its traffic
     /// meets the motion a simulator of the same scenario shows.
@@ -53,6 +56,19 @@ pub enum Routing {
     Static,
     /// Only the subnet route: a routing daemon's job.
     None,
+}
+
+/// How a node's kernel keeps its neighbours' link addresses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arp {
+    /// Linux's neighbour table as it comes: an entry goes stale 15-45 s
+    /// after its last confirmation and is probed by unicast when next used.
+    #[default]
+    Kernel,
+    /// An entry, once resolved, is not probed again in a lab's life, as in
+    /// ns-2, whose ARP entries never expire.
+    ResolveOnce,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -232,6 +248,17 @@ pub(crate) mod tests {
         assert_eq!(config.routing, Routing::Static);
         assert_eq!(config.priority_udp_ports, vec![654]);
         assert!(!config.ipv6_link_local);
+        assert_eq!(config.arp, Arp::Kernel);
+    }
+
+    #[test]
+    fn arp_is_one_of_its_words() {
+        let mut c = lab_json();
+        c["arp"] = json!("resolve_once");
+        assert_eq!(LabConfig::from_json(&c.to_string()).unwrap().arp, Arp::ResolveOnce);
+        c["arp"] = json!("never");
+        let e = error_of(c);
+        assert!(e.starts_with("arp: unknown variant `never`"), "{e}");
     }
 
     #[test]

@@ -14,6 +14,8 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::stat::Mode;
 
+use crate::config::Arp;
+
 /// Where `ip netns` looks for named namespaces.
 pub const NETNS_RUN_DIR: &str = "/run/netns";
 /// The interface every node's medium attachment is called.
@@ -137,6 +139,20 @@ impl NetSysctls {
             self.write(&format!("ipv4/conf/{interface}/{name}"), value)?;
         }
         Ok(())
+    }
+
+    /// The neighbour table of `interface` as `arp` asks. For `ResolveOnce`
+    /// an entry stays reachable for a day, longer than any lab, and one
+    /// that starts stale (learnt from a neighbour's own request) waits a day
+    /// before its first probe.
+    pub fn set_arp(&self, interface: &str, arp: Arp) -> io::Result<()> {
+        match arp {
+            Arp::Kernel => Ok(()),
+            Arp::ResolveOnce => {
+                self.write(&format!("ipv4/neigh/{interface}/base_reachable_time_ms"), "86400000")?;
+                self.write(&format!("ipv4/neigh/{interface}/delay_first_probe_time"), "86400")
+            }
+        }
     }
 
     /// IPv6 on for one interface while `all` and `default` stay off: the

@@ -33,6 +33,11 @@ Refused, and why:
   data/ACK events), `measure.sim_reference` (the sim driver's goodput);
   `measure.stats_interval` and `measure.view` only add a time series of a
   lab's counters and a recording for `meshemu view` and are ignored.
+
+Not refused: `topology.arp`. ns-2's ARP is always what `resolve_once` makes
+of a lab's (an entry, once resolved, never expires); the default `kernel`
+is Linux's own and is where a lab with it may differ (unicast probes of
+stale entries), as a lab's TCP is Linux's beside an ns-2 agent.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use meshemu_model::LinkInfo;
 
-use crate::config::{LabConfig, Routing};
+use crate::config::{Arp, LabConfig, Routing};
 use crate::routes;
 
 /// What one node's namespace needs.
@@ -26,6 +26,7 @@ pub struct NodeSpec {
     pub routes: Vec<Route>,
     /// IPv6 on for wlan0 (link-local only).
     pub ipv6_link_local: bool,
+    pub arp: Arp,
 }
 
 /// `destination/prefix_len via gateway dev wlan0`, or on the link
@@ -77,6 +78,7 @@ pub fn node_specs(config: &LabConfig, links: &[LinkInfo]) -> Vec<NodeSpec> {
                 })
                 .collect(),
             ipv6_link_local: config.ipv6_link_local,
+            arp: config.arp,
         })
         .collect()
 }

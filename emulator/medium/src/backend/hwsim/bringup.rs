@@ -113,6 +113,7 @@ fn set_up_node(i: usize, node: &NodeSpec, options: &Options, root: &File) -> Res
     run(&["ip", "link", "set", "dev", &interim_name(i), "name", TAP_NAME])
         .map_err(fail("renaming the interface wlan0"))?;
     sysctls.set_interface_ipv4(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    sysctls.set_arp(TAP_NAME, node.arp).map_err(fail("setting wlan0's neighbour table"))?;
     let index = netns::interface_index(TAP_NAME).map_err(fail("finding wlan0"))?;
     let mut requests = vec![
         netlink::link_up(1, "lo", None, None),

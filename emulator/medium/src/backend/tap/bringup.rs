@@ -83,6 +83,7 @@ fn set_up_node(node: &NodeSpec) -> Result<NodeUp, BringUpError> {
     sysctls.set_node().map_err(fail("setting sysctls"))?;
     let tap = netns::create_tap(TAP_NAME).map_err(fail("creating the TAP wlan0"))?;
     sysctls.set_interface_ipv4(TAP_NAME).map_err(fail("setting wlan0 sysctls"))?;
+    sysctls.set_arp(TAP_NAME, node.arp).map_err(fail("setting wlan0's neighbour table"))?;
     if node.ipv6_link_local {
         sysctls.enable_ipv6_link_local(TAP_NAME).map_err(fail("enabling IPv6 on wlan0"))?;
     }
