@@ -77,6 +77,15 @@ def test_a_view_recording_is_in_the_measure_only_when_asked_for(write):
     assert any("measure.view" in problem for problem in problems(write, text + "measure: {view: 0s}\n"))
 
 
+def test_arp_is_in_the_config_only_when_not_the_kernels(write):
+    text = CHAIN + "traffic:\n  - {kind: udp, src: n0, dst: n1, rate: 1Mbps, packet: 1000B}\n"
+    [plain] = _plan(write("a.yaml", text)).runs
+    [once] = _plan(write("b.yaml", text.replace("topology:\n", "topology:\n  arp: resolve_once\n"))).runs
+    # Runs planned before the setting existed keep their ids; the record says what ran.
+    assert "arp" not in plain.config and once.config["arp"] == "resolve_once"
+    assert plain.run_id != once.run_id
+
+
 def test_sweep_is_a_cartesian_product_and_a_multi_path_entry_sets_each_path(write):
     p = _plan(write("exp.yaml", CHAIN + """\
 repetitions: 2

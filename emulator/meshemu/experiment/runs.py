@@ -80,6 +80,8 @@ class Run:
             "quickack": list(self.routes_quickack),
             # Only when a daemon queues, so runs without one keep their ids.
             **({"queueing": self.topology.queueing.to_json()} if self.topology.queueing.runs_daemon else {}),
+            # Only when not the kernel's own, so runs with it keep their ids.
+            **({"arp": self.topology.arp} if self.topology.arp != "kernel" else {}),
         }
 
     @property
