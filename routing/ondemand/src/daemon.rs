@@ -293,7 +293,7 @@ impl Platform {
             Vec::new()
         });
         if self.resolution.overruns > overruns {
-            warn!("neighbour notifications lost: the socket's buffer overran");
+            warn!("neighbour notifications lost (the socket's buffer overran): the table's failed entries taken instead");
         }
         let now = self.now();
         for neighbor in failed {

@@ -13,14 +13,16 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, RTNLGRP_NEIGH};
-use netlink_packet_route::neighbour::NeighbourState;
-use netlink_packet_route::RouteNetlinkMessage;
+use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, RouteSocket, RTNLGRP_NEIGH};
+use netlink_packet_route::neighbour::{NeighbourMessage, NeighbourState};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::Socket;
 
 /// The neighbour notifications of the calling thread's network namespace.
 pub struct ResolutionFailures {
     socket: Socket,
+    /// For the table itself, read when notifications were lost.
+    table: RouteSocket,
     interface: u32,
     buffer: Vec<u8>,
     /// Times notifications were lost (the socket's buffer overran).
@@ -31,26 +33,49 @@ impl ResolutionFailures {
     /// Subscribes to neighbour changes on the interface with this index.
     pub fn open(interface: u32) -> io::Result<ResolutionFailures> {
         let socket = subscribe(&[RTNLGRP_NEIGH])?;
-        Ok(ResolutionFailures { socket, interface, buffer: vec![0; 64 * 1024], overruns: 0 })
+        let table = RouteSocket::open()?;
+        Ok(ResolutionFailures { socket, table, interface, buffer: vec![0; 64 * 1024], overruns: 0 })
     }
 
     /// The neighbours whose resolution failed since the last call, in the
     /// order the kernel reported them (reads every pending notification).
+    /// When notifications were lost, the entries the table still holds as
+    /// FAILED follow: a failure whose notice was lost shows there until
+    /// the entry is used again or collected (one reported before may come
+    /// again, which breaks no link that is up).
     pub fn failed_since_last(&mut self) -> io::Result<Vec<Ipv4Addr>> {
         let mut failed = Vec::new();
+        let mut lost = false;
         loop {
             let size = match self.socket.recv(&mut &mut self.buffer[..], 0) {
                 Ok(size) => size,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(failed),
-                // Lost notifications cannot be asked for again; later ones still come.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     self.overruns += 1;
+                    lost = true;
                     continue;
                 }
                 Err(e) => return Err(e),
             };
             let messages = parse_messages(&self.buffer[..size]);
             failed.extend(messages.iter().filter_map(|message| failed_neighbour(message, self.interface)));
+        }
+        if lost {
+            let mut request = NeighbourMessage::default();
+            request.header.family = AddressFamily::Inet;
+            let table = self.table.dump(RouteNetlinkMessage::GetNeighbour(request), "dumping the neighbour table");
+            add_failed(&mut failed, &table.map_err(io::Error::other)?, self.interface);
+        }
+        Ok(failed)
+    }
+}
+
+/// The neighbours `table` holds as FAILED on `interface` that `failed`
+/// does not name yet, added after it.
+fn add_failed(failed: &mut Vec<Ipv4Addr>, table: &[RouteNetlinkMessage], interface: u32) {
+    for neighbor in table.iter().filter_map(|entry| failed_neighbour(entry, interface)) {
+        if !failed.contains(&neighbor) {
+            failed.push(neighbor);
         }
     }
 }
@@ -73,8 +98,7 @@ fn failed_neighbour(message: &RouteNetlinkMessage, interface: u32) -> Option<Ipv
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
-    use netlink_packet_route::AddressFamily;
+    use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute};
 
     fn notification(ifindex: u32, state: NeighbourState, ip: Ipv4Addr) -> RouteNetlinkMessage {
         let mut message = NeighbourMessage::default();
@@ -95,6 +119,20 @@ mod tests {
         }
         let RouteNetlinkMessage::NewNeighbour(failed) = notification(4, NeighbourState::Failed, ip) else { unreachable!() };
         assert_eq!(failed_neighbour(&RouteNetlinkMessage::DelNeighbour(failed), 4), None);
+    }
+
+    #[test]
+    fn after_lost_notifications_the_tables_failed_entries_follow_once() {
+        let [a, b, c] = [2, 3, 4].map(|host| Ipv4Addr::new(10, 0, 0, host));
+        let table = [
+            notification(4, NeighbourState::Failed, a),
+            notification(4, NeighbourState::Reachable, b),
+            notification(4, NeighbourState::Failed, c),
+            notification(5, NeighbourState::Failed, b),
+        ];
+        let mut failed = vec![c];
+        add_failed(&mut failed, &table, 4);
+        assert_eq!(failed, vec![c, a]);
     }
 
     #[test]
