@@ -17,6 +17,7 @@ use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, Rout
 use netlink_packet_route::neighbour::{NeighbourMessage, NeighbourState};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::Socket;
+use tracing::warn;
 
 /// The neighbour notifications of the calling thread's network namespace.
 pub struct ResolutionFailures {
@@ -42,7 +43,7 @@ impl ResolutionFailures {
     /// When notifications were lost, the entries the table still holds as
     /// FAILED follow: a failure whose notice was lost shows there until
     /// the entry is used again or collected (one reported before may come
-    /// again, which breaks no link that is up).
+    /// again: its neighbour is still unresolved).
     pub fn failed_since_last(&mut self) -> io::Result<Vec<Ipv4Addr>> {
         let mut failed = Vec::new();
         let mut lost = false;
@@ -63,8 +64,11 @@ impl ResolutionFailures {
         if lost {
             let mut request = NeighbourMessage::default();
             request.header.family = AddressFamily::Inet;
-            let table = self.table.dump(RouteNetlinkMessage::GetNeighbour(request), "dumping the neighbour table");
-            add_failed(&mut failed, &table.map_err(io::Error::other)?, self.interface);
+            match self.table.dump(RouteNetlinkMessage::GetNeighbour(request), "dumping the neighbour table") {
+                Ok(table) => add_failed(&mut failed, &table, self.interface),
+                // What the notifications named still counts.
+                Err(error) => warn!(%error, "reading the neighbour table after lost notifications"),
+            }
         }
         Ok(failed)
     }
