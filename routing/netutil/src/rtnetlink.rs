@@ -9,7 +9,7 @@ use netlink_packet_core::{
     NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
 use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
-use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 // linux/rtnetlink.h multicast groups (numbers, not bit masks)
@@ -116,6 +116,20 @@ impl RouteSocket {
     pub fn dump(&mut self, message: RouteNetlinkMessage, what: &str) -> Result<Vec<RouteNetlinkMessage>, NetlinkError> {
         self.exchange(message, NLM_F_DUMP).map_err(|source| NetlinkError { what: what.to_string(), source })
     }
+
+    /// The IPv4 neighbour table, every interface's entries.
+    pub fn neighbours(&mut self) -> Result<Vec<NeighbourMessage>, NetlinkError> {
+        let mut request = NeighbourMessage::default();
+        request.header.family = AddressFamily::Inet;
+        let replies = self.dump(RouteNetlinkMessage::GetNeighbour(request), "dumping the neighbour table")?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|reply| match reply {
+                RouteNetlinkMessage::NewNeighbour(neighbour) => Some(neighbour),
+                _ => None,
+            })
+            .collect())
+    }
 }
 
 /// The rtnetlink messages in a datagram of notifications (what cannot be
@@ -132,4 +146,60 @@ pub fn parse_messages(mut bytes: &[u8]) -> Vec<RouteNetlinkMessage> {
         bytes = &bytes[((length + 3) & !3).min(bytes.len())..];
     }
     messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::process::Command;
+
+    /// Runs `body` on a thread of its own in a new network namespace, which
+    /// ends with the thread; programs it starts run there too.
+    fn in_new_namespace(body: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(move || {
+            // SAFETY: unshare only changes this thread's namespaces.
+            let result = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+            assert_eq!(result, 0, "unshare: {}", io::Error::last_os_error());
+            body();
+        })
+        .join()
+        .unwrap();
+    }
+
+    fn ip(args: &[&str]) {
+        let status = Command::new("ip").args(args).status().expect("running ip");
+        assert!(status.success(), "ip {args:?}: {status}");
+    }
+
+    #[test]
+    fn the_neighbour_table_is_its_ipv4_entries_with_their_interface() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: a network namespace needs root");
+            return;
+        }
+        in_new_namespace(|| {
+            ip(&["link", "add", "name", "v0", "type", "veth", "peer", "name", "v1"]);
+            ip(&["neigh", "add", "10.9.0.2", "lladdr", "02:00:00:00:00:02", "dev", "v0", "nud", "permanent"]);
+            ip(&["neigh", "add", "10.9.0.3", "lladdr", "02:00:00:00:00:03", "dev", "v1", "nud", "permanent"]);
+            ip(&["-6", "neigh", "add", "fe80::2", "lladdr", "02:00:00:00:00:02", "dev", "v0", "nud", "permanent"]);
+            let index = |name: &str| {
+                let name = CString::new(name).unwrap();
+                // SAFETY: a valid NUL-terminated name.
+                unsafe { libc::if_nametoindex(name.as_ptr()) }
+            };
+            let mut entries: Vec<_> = RouteSocket::open()
+                .unwrap()
+                .neighbours()
+                .unwrap()
+                .iter()
+                .map(|neighbour| (neighbour.header.ifindex, neighbour_ipv4(neighbour)))
+                .collect();
+            entries.sort();
+            let mut expected = vec![(index("v0"), Some(Ipv4Addr::new(10, 9, 0, 2))), (index("v1"), Some(Ipv4Addr::new(10, 9, 0, 3)))];
+            expected.sort();
+            assert_eq!(entries, expected);
+        });
+    }
 }

@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, RouteSocket, RTNLGRP_NEIGH};
 use netlink_packet_route::neighbour::{NeighbourMessage, NeighbourState};
-use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::Socket;
 use tracing::warn;
 
@@ -62,9 +62,7 @@ impl ResolutionFailures {
             failed.extend(messages.iter().filter_map(|message| failed_neighbour(message, self.interface)));
         }
         if lost {
-            let mut request = NeighbourMessage::default();
-            request.header.family = AddressFamily::Inet;
-            match self.table.dump(RouteNetlinkMessage::GetNeighbour(request), "dumping the neighbour table") {
+            match self.table.neighbours() {
                 Ok(table) => add_failed(&mut failed, &table, self.interface),
                 // What the notifications named still counts.
                 Err(error) => warn!(%error, "reading the neighbour table after lost notifications"),
@@ -76,8 +74,8 @@ impl ResolutionFailures {
 
 /// The neighbours `table` holds as FAILED on `interface` that `failed`
 /// does not name yet, added after it.
-fn add_failed(failed: &mut Vec<Ipv4Addr>, table: &[RouteNetlinkMessage], interface: u32) {
-    for neighbor in table.iter().filter_map(|entry| failed_neighbour(entry, interface)) {
+fn add_failed(failed: &mut Vec<Ipv4Addr>, table: &[NeighbourMessage], interface: u32) {
+    for neighbor in table.iter().filter_map(|entry| failed_entry(entry, interface)) {
         if !failed.contains(&neighbor) {
             failed.push(neighbor);
         }
@@ -93,6 +91,11 @@ impl AsFd for ResolutionFailures {
 /// The IPv4 neighbour on `interface` a notification reports as FAILED.
 fn failed_neighbour(message: &RouteNetlinkMessage, interface: u32) -> Option<Ipv4Addr> {
     let RouteNetlinkMessage::NewNeighbour(neighbour) = message else { return None };
+    failed_entry(neighbour, interface)
+}
+
+/// The IPv4 neighbour of a FAILED entry on `interface`.
+fn failed_entry(neighbour: &NeighbourMessage, interface: u32) -> Option<Ipv4Addr> {
     if neighbour.header.ifindex != interface || neighbour.header.state != NeighbourState::Failed {
         return None;
     }
@@ -103,14 +106,19 @@ fn failed_neighbour(message: &RouteNetlinkMessage, interface: u32) -> Option<Ipv
 mod tests {
     use super::*;
     use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute};
+    use netlink_packet_route::AddressFamily;
 
-    fn notification(ifindex: u32, state: NeighbourState, ip: Ipv4Addr) -> RouteNetlinkMessage {
+    fn entry(ifindex: u32, state: NeighbourState, ip: Ipv4Addr) -> NeighbourMessage {
         let mut message = NeighbourMessage::default();
         message.header.family = AddressFamily::Inet;
         message.header.ifindex = ifindex;
         message.header.state = state;
         message.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)));
-        RouteNetlinkMessage::NewNeighbour(message)
+        message
+    }
+
+    fn notification(ifindex: u32, state: NeighbourState, ip: Ipv4Addr) -> RouteNetlinkMessage {
+        RouteNetlinkMessage::NewNeighbour(entry(ifindex, state, ip))
     }
 
     #[test]
@@ -121,18 +129,18 @@ mod tests {
         for state in [NeighbourState::Incomplete, NeighbourState::Reachable, NeighbourState::Stale, NeighbourState::Probe] {
             assert_eq!(failed_neighbour(&notification(4, state, ip), 4), None, "{state:?}");
         }
-        let RouteNetlinkMessage::NewNeighbour(failed) = notification(4, NeighbourState::Failed, ip) else { unreachable!() };
-        assert_eq!(failed_neighbour(&RouteNetlinkMessage::DelNeighbour(failed), 4), None);
+        let deleted = RouteNetlinkMessage::DelNeighbour(entry(4, NeighbourState::Failed, ip));
+        assert_eq!(failed_neighbour(&deleted, 4), None);
     }
 
     #[test]
     fn after_lost_notifications_the_tables_failed_entries_follow_once() {
         let [a, b, c] = [2, 3, 4].map(|host| Ipv4Addr::new(10, 0, 0, host));
         let table = [
-            notification(4, NeighbourState::Failed, a),
-            notification(4, NeighbourState::Reachable, b),
-            notification(4, NeighbourState::Failed, c),
-            notification(5, NeighbourState::Failed, b),
+            entry(4, NeighbourState::Failed, a),
+            entry(4, NeighbourState::Reachable, b),
+            entry(4, NeighbourState::Failed, c),
+            entry(5, NeighbourState::Failed, b),
         ];
         let mut failed = vec![c];
         add_failed(&mut failed, &table, 4);

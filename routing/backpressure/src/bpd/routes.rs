@@ -9,7 +9,6 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use meshemu_netutil::rtnetlink::{neighbour_ipv4, parse_messages, subscribe, RouteSocket, RTNLGRP_IPV4_ROUTE, RTNLGRP_NEIGH};
-use netlink_packet_core::NLM_F_DUMP;
 use netlink_packet_route::neighbour::{NeighbourAttribute, NeighbourMessage};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
@@ -62,7 +61,7 @@ impl Routes {
         message.header.destination_prefix_length = 32;
         message.header.table = RouteHeader::RT_TABLE_UNSPEC;
         message.attributes.push(RouteAttribute::Destination(RouteAddress::Inet(destination)));
-        let replies = self.exchange(RouteNetlinkMessage::GetRoute(message), 0)?;
+        let replies = self.get_route(message)?;
         let route = replies
             .into_iter()
             .find_map(|reply| match reply {
@@ -125,20 +124,16 @@ impl Routes {
     }
 
     fn dump_neighbours(&mut self) -> io::Result<()> {
-        let mut request = NeighbourMessage::default();
-        request.header.family = AddressFamily::Inet;
-        for reply in self.exchange(RouteNetlinkMessage::GetNeighbour(request), NLM_F_DUMP)? {
-            if let RouteNetlinkMessage::NewNeighbour(neighbour) = reply {
-                self.learn(&neighbour);
-            }
+        for neighbour in self.requests.neighbours().map_err(io::Error::other)? {
+            self.learn(&neighbour);
         }
         Ok(())
     }
 
-    /// Sends one request and collects its replies; no route is no reply
-    /// (the kernel would not send the packet either).
-    fn exchange(&mut self, request: RouteNetlinkMessage, flags: u16) -> io::Result<Vec<RouteNetlinkMessage>> {
-        match self.requests.exchange(request, flags) {
+    /// Asks the kernel for a route and collects its reply; no route is no
+    /// reply (the kernel would not send the packet either).
+    fn get_route(&mut self, request: RouteMessage) -> io::Result<Vec<RouteNetlinkMessage>> {
+        match self.requests.exchange(RouteNetlinkMessage::GetRoute(request), 0) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENETUNREACH | libc::EHOSTUNREACH)) => Ok(Vec::new()),
             other => other,
         }
