@@ -70,6 +70,7 @@ def test_first_ping_across_chain7_succeeds_after_discovery(write):
         assert all(control["messages"][kind] >= count for kind, count in sent.items() if count), (control, sent)
         assert control["control_packets"] == sum(control["messages"].values())
         assert control["control_bytes"] > control["control_packets"] * 28
+        assert control["overruns"] == {"queue": 0, "neighbours": 0}  # a few pings lose nothing
         print(f"\nchain7 discovery n0->n7: {succeeded[0]['elapsed_ms']} ms, first ping RTT {first_rtt_ms} ms; "
               f"control packets during the ping: {sent}; whole run: {control}")
         held = after["n0"]

@@ -111,8 +111,11 @@ def control_traffic(lab: PluginLab) -> dict[str, Any] | None:
     """Routing control traffic every daemon of the lab sent so far:
     `control_bytes` (IP bytes) and `control_packets`, and for a daemon that
     counts its messages by kind (aodvd, copasd) `messages`, packets by kind
-    (`rreq`, `rrep`, `rerr`, ...). Zero without a daemon (static and no
-    routing); None when the daemon does not count its packets (babeld)."""
+    (`rreq`, `rrep`, `rerr`, ...), and `overruns`, what the daemons lost:
+    times the kernel dropped queued packets for them (`queue`) and times
+    their neighbour notifications were lost (`neighbours`). Zero without a
+    daemon (static and no routing); None when the daemon does not count its
+    packets (babeld)."""
     kind = lab.routing.kind
     if kind.daemon is None:
         return {"control_bytes": 0, "control_packets": 0}
@@ -126,7 +129,9 @@ def control_traffic(lab: PluginLab) -> dict[str, Any] | None:
             messages[message] = messages.get(message, 0) + sent["packets"]
     return {"control_bytes": sum(s["overhead_bytes"] for s in statuses),
             "control_packets": sum(s["overhead_packets"] for s in statuses),
-            "messages": dict(sorted(messages.items()))}
+            "messages": dict(sorted(messages.items())),
+            "overruns": {"queue": sum(s["queue_overruns"] for s in statuses),
+                         "neighbours": sum(s["neighbour_overruns"] for s in statuses)}}
 
 
 def save_outputs(lab: PluginLab, directory: Path) -> list[Path]:

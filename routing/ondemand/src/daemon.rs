@@ -63,6 +63,10 @@ struct CountersFile<'a> {
     overhead_bytes: u64,
     overhead_packets: u64,
     routes: usize,
+    /// Times the kernel dropped queued packets for us (the NFQUEUE overran).
+    queue_overruns: u64,
+    /// Times neighbour notifications were lost (the table was read instead).
+    neighbour_overruns: u64,
     #[serde(flatten)]
     counters: &'a Counters,
 }
@@ -282,8 +286,8 @@ impl Platform {
     }
 
     /// What the counters file says, but the time of writing.
-    fn status<P: Protocol>(&self, protocol: &P) -> (Counters, usize) {
-        (protocol.counters().clone(), self.installed)
+    fn status<P: Protocol>(&self, protocol: &P) -> (Counters, usize, [u64; 2]) {
+        (protocol.counters().clone(), self.installed, [self.queue.overruns, self.resolution.overruns])
     }
 
     fn resolution_failures<P: Protocol>(&mut self, protocol: &mut P, out: &mut Vec<Output<P::Event>>) {
@@ -576,6 +580,8 @@ impl Platform {
             overhead_bytes,
             overhead_packets,
             routes: self.installed,
+            queue_overruns: self.queue.overruns,
+            neighbour_overruns: self.resolution.overruns,
             counters,
         };
         if let Err(error) = write_atomically(path, &file) {
