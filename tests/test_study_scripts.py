@@ -1,6 +1,6 @@
 """The studies' analysis scripts (experiments/copas/analyse.py and
 counters.py, experiments/re-tfrc/tables.py,
-experiments/validation/ns2/frame_lengths.py, rreq_origins.py, flow_drops.py,
+experiments/validation/ns2/frame_lengths.py, arp_watch.py, rreq_origins.py, flow_drops.py,
 packet_fates.py, link_breaks.py) on small hand-made results: records with only the keys the
 scripts read, run files as `meshemu run` writes them, and the expected
 figures computed by hand in the comments."""
@@ -37,6 +37,8 @@ analyse = study_script("copas/analyse.py")
 counters = study_script("copas/counters.py")
 tables = study_script("re-tfrc/tables.py")
 frame_lengths = study_script("validation/ns2/frame_lengths.py")
+sys.modules["frame_lengths"] = frame_lengths  # arp_watch.py imports its sibling, as run from its directory
+arp_watch = study_script("validation/ns2/arp_watch.py")
 rreq_origins = study_script("validation/ns2/rreq_origins.py")
 flow_drops = study_script("validation/ns2/flow_drops.py")
 packet_fates = study_script("validation/ns2/packet_fates.py")
@@ -478,6 +480,42 @@ def test_frame_lengths_refuses_counts_with_events_lost(tmp_path):
                                              {"event": "dropped", "count": 7}], ["drop"])
     with pytest.raises(SystemExit, match="lost 7 events"):
         frame_lengths.count(path, ["drop"])
+    thread.join()
+
+
+# --- experiments/validation/ns2/arp_watch.py -----------------------------------------------------
+
+def test_arp_watch_reads_neighbour_changes_as_ip_prints_them():
+    lines = ["[2026-11-30T11:10:39.817171] 10.0.0.5 dev wlan0 lladdr 02:00:00:00:00:05 STALE \n",
+             "[2026-11-30T11:10:45.060593] 10.0.0.5 dev wlan0 lladdr 02:00:00:00:00:05 PROBE \n",
+             "[2026-11-30T11:10:46.500000] Deleted 10.0.0.7 dev wlan0 lladdr 02:00:00:00:00:07 FAILED\n",
+             "[2026-11-30T11:10:47.000000] 10.0.0.8 dev wlan0  FAILED\n",
+             "Timestamp: something else\n", "[2026-11-30T11:10:48.000000]\n"]
+    changes = list(arp_watch.neighbour_changes("n3", lines))
+    assert [(c["node"], c["address"], c["state"]) for c in changes] == [
+        ("n3", "10.0.0.5", "STALE"), ("n3", "10.0.0.5", "PROBE"), ("n3", "10.0.0.7", "DELETED"),
+        ("n3", "10.0.0.8", "FAILED")]
+    # 5.243422 s between the first two stamps, whatever the host's zone.
+    assert math.isclose(changes[1]["wall_s"] - changes[0]["wall_s"], 5.243422, abs_tol=1e-6)
+
+
+def test_arp_watch_keeps_arp_frames_and_drops_only(tmp_path):
+    def tx(length: int, kind: str) -> dict[str, Any]:
+        return {"event": "tx", "time_ns": 5, "node": "n1", "len": length, "outcome": {"kind": kind}}
+
+    path, thread = medium_sending(tmp_path, [{"ok": True}, tx(28, "acked"), tx(1500, "acked"), tx(28, "broadcast"),
+                                             drop("n2", 1500, "retry_drop"), drop("n2", 28, "retry_drop")],
+                                  ["tx", "drop"])
+    kept = arp_watch.frames(path)
+    thread.join()
+    assert [(e["event"], e["len"], e["outcome"]["kind"]) for e in kept] == [
+        ("tx", 28, "acked"), ("tx", 28, "broadcast"), ("drop", 1500, "retry_drop"), ("drop", 28, "retry_drop")]
+
+
+def test_arp_watch_refuses_a_log_with_events_lost(tmp_path):
+    path, thread = medium_sending(tmp_path, [{"ok": True}, {"event": "dropped", "count": 3}], ["tx", "drop"])
+    with pytest.raises(SystemExit, match="lost 3 events"):
+        arp_watch.frames(path)
     thread.join()
 
 
