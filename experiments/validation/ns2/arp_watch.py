@@ -88,11 +88,14 @@ def main() -> None:
         log = tempfile.TemporaryFile("w+")
         monitors[node["name"]] = (subprocess.Popen(["ip", "-ts", "-n", entry["netns"], "monitor", "neigh"],
                                                    stdout=log), log)
-    kept_events = frames(lab)
+    try:
+        kept_events = frames(lab)
+    finally:  # the monitors stop with the lab, or when the medium's events were lost
+        for monitor, _ in monitors.values():
+            monitor.terminate()
+            monitor.wait()
     changes = []
-    for node, (monitor, log) in monitors.items():
-        monitor.terminate()
-        monitor.wait()
+    for node, (_, log) in monitors.items():
         log.seek(0)
         changes += neighbour_changes(node, log)
         log.close()
