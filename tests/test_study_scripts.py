@@ -506,7 +506,7 @@ def test_arp_watch_keeps_arp_frames_and_drops_only(tmp_path):
     path, thread = medium_sending(tmp_path, [{"ok": True}, tx(28, "acked"), tx(1500, "acked"), tx(28, "broadcast"),
                                              drop("n2", 1500, "retry_drop"), drop("n2", 28, "retry_drop")],
                                   ["tx", "drop"])
-    kept = arp_watch.frames(path)
+    kept = [event for event in arp_watch.subscription(path, ["tx", "drop"]) if arp_watch.kept(event)]
     thread.join()
     assert [(e["event"], e["len"], e["outcome"]["kind"]) for e in kept] == [
         ("tx", 28, "acked"), ("tx", 28, "broadcast"), ("drop", 1500, "retry_drop"), ("drop", 28, "retry_drop")]
@@ -515,7 +515,7 @@ def test_arp_watch_keeps_arp_frames_and_drops_only(tmp_path):
 def test_arp_watch_refuses_a_log_with_events_lost(tmp_path):
     path, thread = medium_sending(tmp_path, [{"ok": True}, {"event": "dropped", "count": 3}], ["tx", "drop"])
     with pytest.raises(SystemExit, match="lost 3 events"):
-        arp_watch.frames(path)
+        list(arp_watch.subscription(path, ["tx", "drop"]))
     thread.join()
 
 

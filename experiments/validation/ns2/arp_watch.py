@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from frame_lengths import control_sockets, next_lab  # this script's directory is on the path
+from frame_lengths import control_sockets, next_lab, subscription  # this script's directory is on the path
 
 ARP_LENGTH = 28
 
@@ -55,23 +54,8 @@ def neighbour_changes(node: str, lines: Iterable[str]) -> Iterator[dict[str, Any
 
 
 def kept(event: dict[str, Any]) -> bool:
-    """ARP frames sent and every drop; a subscriber's loss is refused."""
-    if event.get("event") == "dropped":
-        raise SystemExit(f"arp_watch: fell behind the medium and lost {event['count']} events")
+    """ARP frames sent and every drop."""
     return event.get("event") == "drop" or (event.get("event") == "tx" and event.get("len") == ARP_LENGTH)
-
-
-def frames(path: Path) -> list[dict[str, Any]]:
-    """The kept events of the lab whose control socket is `path`, until it goes down."""
-    events = []
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.connect(str(path))
-        connection.sendall(json.dumps({"op": "subscribe", "events": ["tx", "drop"]}).encode() + b"\n")
-        for line in connection.makefile("rb"):
-            event = json.loads(line)
-            if kept(event):
-                events.append(event)
-    return events
 
 
 def main() -> None:
@@ -89,7 +73,7 @@ def main() -> None:
         monitors[node["name"]] = (subprocess.Popen(["ip", "-ts", "-n", entry["netns"], "monitor", "neigh"],
                                                    stdout=log), log)
     try:
-        kept_events = frames(lab)
+        kept_events = [event for event in subscription(lab, ["tx", "drop"]) if kept(event)]
     finally:  # the monitors stop with the lab, or when the medium's events were lost
         for monitor, _ in monitors.values():
             monitor.terminate()

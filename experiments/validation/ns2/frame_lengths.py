@@ -31,6 +31,7 @@ import json
 import socket
 import time
 from pathlib import Path
+from typing import Any, Iterator
 
 from meshemu.lab import CONTROL_SOCKET
 from meshemu.state import RUN_ROOT
@@ -60,23 +61,31 @@ def kind_of(event: dict) -> str | None:
     return None
 
 
-def count(path: Path, events: list[str]) -> dict[str, object]:
-    totals: collections.Counter[str] = collections.Counter()
-    # kind -> length -> node -> frames
-    frames: dict[str, dict[int, collections.Counter[str]]] = collections.defaultdict(
-        lambda: collections.defaultdict(collections.Counter))
+def subscription(path: Path, events: list[str]) -> Iterator[dict[str, Any]]:
+    """The medium's `events` from the lab whose control socket is `path`,
+    from the subscription's acknowledgement until the lab goes down; a
+    subscriber that fell behind and lost some is refused."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(str(path))
         connection.sendall(json.dumps({"op": "subscribe", "events": events}).encode() + b"\n")
         for line in connection.makefile("rb"):
             event = json.loads(line)
             if event.get("event") == "dropped":
-                raise SystemExit(f"frame_lengths: fell behind the medium and lost {event['count']} events")
-            kind = kind_of(event)
-            if kind is None:
-                continue
-            totals[kind] += 1
-            frames[kind][event["len"]][event["node"]] += 1
+                raise SystemExit(f"fell behind the medium and lost {event['count']} events")
+            yield event
+
+
+def count(path: Path, events: list[str]) -> dict[str, object]:
+    totals: collections.Counter[str] = collections.Counter()
+    # kind -> length -> node -> frames
+    frames: dict[str, dict[int, collections.Counter[str]]] = collections.defaultdict(
+        lambda: collections.defaultdict(collections.Counter))
+    for event in subscription(path, events):
+        kind = kind_of(event)
+        if kind is None:
+            continue
+        totals[kind] += 1
+        frames[kind][event["len"]][event["node"]] += 1
     return {"lab": str(path.parent), "events": dict(totals),
             "by_length": {kind: {str(length): sum(nodes.values()) for length, nodes in sorted(lengths.items())}
                           for kind, lengths in frames.items()},
