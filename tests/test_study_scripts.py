@@ -231,13 +231,8 @@ def test_busy_backoffs_leave_out_the_backoff_after_each_own_frame():
         {"backoffs": 50, "tx_data_frames": 20, "tx_broadcast_frames": 5, "retry_drops": 3}) == 22
 
 
-def test_counters_split_the_relays_of_the_selected_paths_from_the_other_nodes(tmp_path, capsys):
-    config = {"nodes": [{"name": name, "ipv4": ip} for name, ip in NODE_IP.items()]}
-    records = [{"run_id": "copas", "seed": 1, "params": {"connections": 1, "protocol": "copas"}, "config": config},
-               # AODV chooses no path: left out (it has no run files here, and would fail if read).
-               {"run_id": "aodv", "seed": 1, "params": {"connections": 1, "protocol": "aodv"}, "config": config}]
-    write_jsonl(tmp_path / "runs.jsonl", records)
-    run = tmp_path / "runs" / "copas"
+def copas_counters_run(results: Path, run_id: str) -> None:
+    run = results / "runs" / run_id
     (run / "routing").mkdir(parents=True)
     (run / "clock.json").write_text(json.dumps({"run_t0_wall_ns": T0_S * 10**9}))
     # Deferrals per second, constant: n0 (source) 1600, n1 32, n2 64, n3 16, n4 (destination) 3200, n5 160.
@@ -252,10 +247,25 @@ def test_counters_split_the_relays_of_the_selected_paths_from_the_other_nodes(tm
         path_selected(1.5, "forward", ["n0", "n3", "n4"]),
     ])
 
+
+def copas_counters_records(seeds: list[int]) -> list[dict[str, Any]]:
+    config = {"nodes": [{"name": name, "ipv4": ip} for name, ip in NODE_IP.items()]}
+    return [{"run_id": f"copas{seed}", "seed": seed, "params": {"connections": 1, "protocol": "copas"},
+             "config": config} for seed in seeds]
+
+
+def test_counters_split_the_relays_of_the_selected_paths_from_the_other_nodes(tmp_path, capsys):
+    config = {"nodes": [{"name": name, "ipv4": ip} for name, ip in NODE_IP.items()]}
+    # AODV chooses no path: left out (it has no run files here, and would fail if read).
+    aodv = {"run_id": "aodv", "seed": 1, "params": {"connections": 1, "protocol": "aodv"}, "config": config}
+    write_jsonl(tmp_path / "runs.jsonl", copas_counters_records([1]) + [aodv])
+    copas_counters_run(tmp_path, "copas1")
+
     assert counters.main([str(tmp_path)]) == 0
     rows = [row for row in markdown_rows(capsys.readouterr().out) if row["counter"] == "defers"]
     assert len(rows) == 1
     row = rows[0]
+    assert row["seed"] == "1"
     # At 1 s: relays n1 24, n2 48; others n3 12, n5 120; path max 48 forward, 48 reverse.
     # At 2 s: relays n3 15, n1 30, n2 60; others n5 150; path max 15 forward, 60 reverse.
     # Relays sorted 15 24 30 48 60 (p10/p50/p90: indexes 0, 2, 4); others 12 120 150 (0, 1, 2);
@@ -265,6 +275,19 @@ def test_counters_split_the_relays_of_the_selected_paths_from_the_other_nodes(tm
     assert row["path max mu p10/p50/p90"] == "15/48/60"
     # Path maxima above 6, 25, 50, 100, 200, 400: 4, 3, 1, 0, 0, 0 of 4.
     assert [row[f"> {t}"] for t in counters.THRESHOLDS] == ["100%", "75%", "25%", "0%", "0%", "0%"]
+
+
+def test_counters_pool_the_seconds_of_a_cases_seeds(tmp_path, capsys):
+    write_jsonl(tmp_path / "runs.jsonl", copas_counters_records([3, 2]))
+    for seed in (2, 3):
+        copas_counters_run(tmp_path, f"copas{seed}")
+
+    assert counters.main([str(tmp_path)]) == 0
+    rows = [row for row in markdown_rows(capsys.readouterr().out) if row["counter"] == "defers"]
+    assert [row["seed"] for row in rows] == ["2", "3", "all"]
+    # Two runs alike: the pooled path maxima 15 15 48 48 48 48 60 60 (indexes 0, 4, 7).
+    assert rows[2]["path max mu p10/p50/p90"] == "15/48/60"
+    assert rows[2]["relays' mu p10/p50/p90"] == "15/30/60"
 
 
 def test_counters_without_copas_runs_names_the_file(tmp_path, capsys):
@@ -630,6 +653,41 @@ def test_rreq_origins_counts_a_lab_runs_originated_rreqs_by_node(tmp_path):
     assert rreq_origins.lab_floods(tmp_path, record, {"n0"}) == {
         "seed": 4, "code": "abc", "originated": {"source": 2, "relay": 1}, "transmissions": 7}
 
+
+
+def test_rreq_origins_numbers_ns2_rreqs_within_their_search(tmp_path):
+    def request(t, node, ttl, bcast):
+        return (f"s {t} _{node}_ RTR  --- 0 AODV 48 [0 0 0 0] ------- [{node}:255 -1:255 {ttl} 0] "
+                f"[0x2 1 {bcast} [8 0] [{node} 4]] (REQUEST)")
+    trace = tmp_path / "trace.tr"
+    trace.write_text("\n".join([
+        request(4.0, 0, 30, 1),  # before the window: attempt 1
+        request(5.0, 0, 30, 2),  # its second attempt
+        # n1 passes the RREQ on (not an origination); n8's reply passes n1, then reaches n0
+        "s 5.1 _1_ RTR  --- 0 AODV 48 [0 ffffffff 0 800] ------- [1:255 -1:255 29 0] [0x2 2 2 [8 0] [0 4]] (REQUEST)",
+        "r 5.3 _1_ RTR  --- 0 AODV 44 [13a 1 8 800] ------- [8:255 0:255 30 1] [0x4 7 [8 6] 10.000000] (REPLY)",
+        request(6.0, 0, 30, 3),  # the reply has not reached n0 yet: a third attempt
+        "r 6.2 _0_ RTR  --- 0 AODV 44 [13a 0 1 800] ------- [8:255 0:255 29 0] [0x4 8 [8 6] 10.000000] (REPLY)",
+        request(7.0, 0, 9, 4),   # a new search, in a ring
+        request(8.0, 0, 11, 5),  # the ring grows
+        request(9.0, 0, 9, 6),   # the TTL fell: that search was given up, this one begins again
+        request(10.0, 3, 30, 1),  # another originator's first
+    ]) + "\n")
+    assert rreq_origins.ns2_attempts(trace, (5.0, 10.0)) == {1: 3, 2: 2, 3: 1}
+
+
+def test_rreq_origins_takes_a_lab_runs_attempts_in_the_window(tmp_path):
+    run = tmp_path / "runs" / "r1"
+    (run / "routing").mkdir(parents=True)
+    s = 10 ** 9
+    (run / "clock.json").write_text(json.dumps({"run_t0_mono_ns": 100 * s}))
+    write_jsonl(run / "routing" / "n0.aodv-events.jsonl", [
+        {"event": "rreq_sent", "attempt": 1, "mono_ns": 104 * s},
+        {"event": "rreq_sent", "attempt": 2, "mono_ns": 106 * s},
+        {"event": "discovery_succeeded", "mono_ns": 106 * s},
+        {"event": "rreq_sent", "attempt": 1, "mono_ns": 107 * s}])
+    write_jsonl(run / "routing" / "n3.aodv-events.jsonl", [{"event": "rreq_sent", "attempt": 1, "mono_ns": 109 * s}])
+    assert rreq_origins.lab_attempts(tmp_path, {"run_id": "r1"}, (5.0, 10.0)) == {1: 2, 2: 1}
 
 # --- experiments/validation/ns2/link_breaks.py ------------------------------------------------------
 

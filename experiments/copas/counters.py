@@ -6,7 +6,8 @@ every other node.
 
     python experiments/copas/counters.py results/copas-threshold
 
-Per (connections, protocol, counter): the relays' mu (10th/50th/90th
+Per run and counter, and pooled over a case's seeds where it ran several
+(seed `all`): the relays' mu (10th/50th/90th
 percentile over relay-seconds), the other nodes' mu, the largest relay mu
 of each active path each second (what a probe reports and the threshold is
 compared with), and the share of those path-seconds above several
@@ -76,12 +77,16 @@ def percentiles(values: list[float]) -> str:
     return "/".join(f"{v:.0f}" for v in pick)
 
 
-def run_rows(results: Path, record: dict[str, Any]) -> list[str]:
+Values = tuple[list[float], list[float], list[float]]  # relays' mu, other nodes' mu, path maxima
+
+
+def run_values(results: Path, record: dict[str, Any]) -> dict[str, Values]:
+    """Per counter, every relay-second's and other node-second's mu and every path-second's maximum."""
     run_dir = results / "runs" / record["run_id"]
     snapshots = [json.loads(line) for line in (run_dir / "stats.jsonl").read_text().splitlines() if line.strip()]
     names = {node["ipv4"]: node["name"] for node in record["config"]["nodes"]}
     selected = path_timeline(run_dir, names)
-    rows = []
+    values = {}
     for counter, count in COUNTERS.items():
         mu = smoothed(snapshots, count)
         relays, others, path_max = [], [], []
@@ -95,11 +100,15 @@ def run_rows(results: Path, record: dict[str, Any]) -> list[str]:
             relays += [mu[node][i] for node in relay_set]
             others += [mu[node][i] for node in mu if node not in on_path]
             path_max += [max(mu[node][i] for node in path[1:-1]) for path in current.values() if len(path) > 2]
-        above = " | ".join(f"{sum(m > t for m in path_max) / len(path_max):.0%}" if path_max else "-" for t in THRESHOLDS)
-        params = record["params"]
-        rows.append(f"| {params['connections']} | {params['protocol']} | {counter} | {percentiles(relays)} "
-                    f"| {percentiles(others)} | {percentiles(path_max)} | {above} |")
-    return rows
+        values[counter] = (relays, others, path_max)
+    return values
+
+
+def row(params: dict[str, Any], seed: Any, counter: str, values: Values) -> str:
+    relays, others, path_max = values
+    above = " | ".join(f"{sum(m > t for m in path_max) / len(path_max):.0%}" if path_max else "-" for t in THRESHOLDS)
+    return (f"| {params['connections']} | {params['protocol']} | {seed} | {counter} | {percentiles(relays)} "
+            f"| {percentiles(others)} | {percentiles(path_max)} | {above} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,13 +119,22 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         print(f"{args.results / 'runs.jsonl'}: no COPAS runs recorded", file=sys.stderr)
         return 1
-    header = ("| conns | protocol | counter | relays' mu p10/p50/p90 | other nodes' mu p10/p50/p90 "
+    header = ("| conns | protocol | seed | counter | relays' mu p10/p50/p90 | other nodes' mu p10/p50/p90 "
               "| path max mu p10/p50/p90 | " + " | ".join(f"> {t}" for t in THRESHOLDS) + " |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    for record in sorted(records, key=lambda r: (int(r["params"]["connections"]), r["params"]["protocol"])):
-        for row in run_rows(args.results, record):
-            print(row)
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: (int(r["params"]["connections"]), r["params"]["protocol"], r["seed"])):
+        groups[(int(record["params"]["connections"]), record["params"]["protocol"])].append(record)
+    for group in groups.values():
+        runs = [run_values(args.results, record) for record in group]
+        for record, values in zip(group, runs):
+            for counter in COUNTERS:
+                print(row(record["params"], record["seed"], counter, values[counter]))
+        if len(runs) > 1:  # the seeds' seconds pooled
+            for counter in COUNTERS:
+                pooled = tuple(sum((values[counter][k] for values in runs), []) for k in range(3))
+                print(row(group[0]["params"], "all", counter, pooled))
     return 0
 
 

@@ -3,6 +3,7 @@ trace or in the lab runs of a results directory:
 
     python experiments/validation/ns2/rreq_origins.py trace.tr --sources 80 32
     python experiments/validation/ns2/rreq_origins.py DIR --sources n80 n32
+    python experiments/validation/ns2/rreq_origins.py trace.tr --attempts --window 5 35
 
 A flood is one originated RREQ (ns-2: an `s ... RTR` REQUEST line with hop
 count 1 at its originator; the lab: aodvd's `rreq_sent` event). Floods are
@@ -11,6 +12,15 @@ ns-2's trace, by TTL (network-wide or a ring) with the transmissions each
 took and the replies sent to its originator, by the destination or by a node
 with a route. The lab's transmissions are only counted in total (aodvd
 counts what it sends, not per flood).
+
+`--attempts` counts instead the RREQs originated in a window by their place
+in their search: a search's first RREQ is attempt 1, each further one its
+originator sends for the same destination before a reply reaches it one
+more (a second RREQ means the first one's reply was lost or late). The lab
+numbers them so itself (aodvd's `rreq_sent` events, one search from its
+first RREQ to its reply or its give-up); in ns-2's trace a search ends where
+a reply for its destination reaches its originator, or where the next RREQ
+for it has a smaller TTL (a search given up and begun again with a ring).
 """
 
 from __future__ import annotations
@@ -66,6 +76,50 @@ def ns2_floods(trace: Path, sources: set[int]) -> dict:
     return dict(sorted(table.items()))
 
 
+def ns2_attempts(trace: Path, window: tuple[float, float]) -> dict[int, int]:
+    """The RREQs originated in the window (trace seconds) by their attempt."""
+    searches: dict[tuple[int, int], tuple[int, int]] = {}  # (originator, destination) -> (RREQs sent, last TTL)
+    attempts: collections.Counter = collections.Counter()
+    with open(trace, errors="replace") as lines:
+        for line in lines:
+            if " RTR " not in line:
+                continue
+            words = line.split()
+            node = int(words[2].strip("_"))
+            if words[0] == "s" and "(REQUEST)" in line:
+                # [type hop-count bcast-id [dst dst-seq] [src src-seq]]
+                request = _fields(line, "[0x")
+                hops, dst, origin = int(request[1]), int(request[3]), int(request[5])
+                if hops != 1 or origin != node:
+                    continue
+                ttl = int(_fields(line, "------- [")[3])
+                sent, last_ttl = searches.get((origin, dst), (0, 0))
+                sent = sent + 1 if ttl >= last_ttl else 1
+                searches[(origin, dst)] = (sent, ttl)
+                if window[0] <= float(words[1]) <= window[1]:
+                    attempts[sent] += 1
+            elif words[0] == "r" and "(REPLY)" in line:
+                # [type hop-count [dst dst-seq] lifetime], received by the RREQ's originator
+                if int(_fields(line, "------- [")[2].split(":")[0]) == node:
+                    searches.pop((node, int(_fields(line, "[0x")[2])), None)
+    return dict(sorted(attempts.items()))
+
+
+def lab_attempts(out: Path, record: dict, window: tuple[float, float]) -> dict[int, int]:
+    """The RREQs aodvd originated in the window (seconds of the run) by their attempt."""
+    run = out / "runs" / record["run_id"]
+    t0 = json.loads((run / "clock.json").read_text())["run_t0_mono_ns"]
+    attempts: collections.Counter = collections.Counter()
+    for path in sorted((run / "routing").glob("*.aodv-events.jsonl")):
+        with open(path) as events:
+            for line in events:
+                if '"rreq_sent"' in line:
+                    event = json.loads(line)
+                    if window[0] <= (event["mono_ns"] - t0) / 1e9 <= window[1]:
+                        attempts[event["attempt"]] += 1
+    return dict(sorted(attempts.items()))
+
+
 def lab_floods(out: Path, record: dict, sources: set[str]) -> dict:
     routing = out / "runs" / record["run_id"] / "routing"
     addresses = {}
@@ -88,17 +142,31 @@ def lab_floods(out: Path, record: dict, sources: set[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="an ns-2 trace file, or a results directory of lab runs with aodvd")
-    parser.add_argument("--sources", nargs="+", required=True,
+    parser.add_argument("--sources", nargs="+",
                         help="the flows' sources: ns-2 node numbers for a trace, node names for a directory")
+    parser.add_argument("--attempts", action="store_true",
+                        help="count the originated RREQs by their attempt instead of the floods by originator")
+    parser.add_argument("--window", nargs=2, type=float, default=(0.0, float("inf")), metavar=("START", "END"),
+                        help="with --attempts: only RREQs sent in this window, seconds of the run (default: all)")
     args = parser.parse_args()
+    if not args.attempts and not args.sources:
+        parser.error("--sources is needed to split the floods by originator (or give --attempts)")
+    window = tuple(args.window)
     if args.path.is_file():
-        print(json.dumps(ns2_floods(args.path, {int(s) for s in args.sources}), indent=1))
+        if args.attempts:
+            print(json.dumps(ns2_attempts(args.path, window)))
+        else:
+            print(json.dumps(ns2_floods(args.path, {int(s) for s in args.sources}), indent=1))
         return
     records = ResultsDir(args.path).driver_records("lab")
     if not records:
         parser.error(f"{args.path}: no lab runs recorded")
     for record in records:
-        print(json.dumps(lab_floods(args.path, record, set(args.sources))))
+        if args.attempts:
+            print(json.dumps({"seed": record["seed"], "code": record["software"].get("git"),
+                              "attempts": lab_attempts(args.path, record, window)}))
+        else:
+            print(json.dumps(lab_floods(args.path, record, set(args.sources))))
 
 
 if __name__ == "__main__":
