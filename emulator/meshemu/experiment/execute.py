@@ -33,8 +33,11 @@ from . import cpu, metrics, pcap
 from .runs import NS2, SIM, Flow, Run
 
 NS = 1_000_000_000
-# Receivers and probes get this long to start before time 0.
+# Sinks that need time 0 (meshemu-udp's) and probes get this long to start before it.
 LEAD_S = 1.5
+# Servers that need no time 0 (iperf3's, tfrc's receiver) start before it is set and may take this long to
+# listen: under a VM's software emulation a server takes seconds to start where the host takes milliseconds.
+SERVER_START_S = 30.0
 # meshemu-udp senders are started this long before their flow (at most from time 0).
 SENDER_LEAD_NS = 500_000_000
 # How long clients may take to finish after their stop time (iperf3's final
@@ -226,35 +229,49 @@ class Execution:
         start = max(self.run.warmup_ns, flow.start_ns)
         return self.t0_wall_ns + start, self.t0_wall_ns + flow.stop_ns
 
-    def _wait_listening(self, node: Node, started: Started, protocol: str, port: int) -> None:
-        deadline = time.monotonic() + LEAD_S
+    def _wait_listening(self, node: Node, started: Started, protocol: str, port: int, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
         while not procs.listening(started.process.pid, protocol, port):
             if started.process.poll() is not None or time.monotonic() > deadline:
-                raise RunFailed(f"nothing listens on {protocol} port {port} in {node.name} after {LEAD_S} s")
+                raise RunFailed(f"nothing listens on {protocol} port {port} in {node.name} after {seconds:g} s")
             self._check_stop()
             time.sleep(0.02)
 
-    def _start_receivers(self, lab: Lab) -> None:
+    @staticmethod
+    def _has_sink(flow: Flow) -> bool:
+        """A meshemu-udp flow: its receiver is given the window, so it starts once time 0 is set."""
+        return flow.kind == "udp" and flow.options["tool"] != "iperf3"
+
+    def _start_servers(self, lab: Lab) -> None:
+        """The receivers that need no time 0, before it is set: iperf3's servers and tfrc's receivers."""
+        for flow in self.run.flows:
+            if flow.kind == "command" or self._has_sink(flow):
+                continue
+            assert flow.dst is not None and flow.port is not None
+            dst = lab[flow.dst]
+            if flow.kind in ("tcp", "udp"):
+                server = self._spawn(dst, "server", flow, "server.json",
+                                     [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
+                self._wait_listening(dst, server, "tcp", flow.port, SERVER_START_S)
+            else:
+                server = self._spawn(dst, "server", flow, "recv.jsonl",
+                                     [self.tools["tfrc"], "recv", "--bind", f"0.0.0.0:{flow.port}", "--once", "--json",
+                                      "-", "--quiet"])
+                self._wait_listening(dst, server, "udp", flow.port, SERVER_START_S)
+
+    def _start_sinks_and_probes(self, lab: Lab) -> None:
+        """meshemu-udp's sinks and the TCP flows' probes and captures, once time 0 is set."""
         for flow in self.run.flows:
             if flow.kind == "command":
                 continue
             assert flow.dst is not None and flow.src is not None and flow.port is not None
             dst, src = lab[flow.dst], lab[flow.src]
-            if flow.kind == "tcp" or (flow.kind == "udp" and flow.options["tool"] == "iperf3"):
-                server = self._spawn(dst, "server", flow, "server.json",
-                                     [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
-                self._wait_listening(dst, server, "tcp", flow.port)
-            elif flow.kind == "udp":
+            if self._has_sink(flow):
                 start, end = self._window_ns(flow)
-                server = self._spawn(dst, "sink", flow, "recv.jsonl",
-                                     [self.tools["meshemu-udp"], "recv", "--port", str(flow.port), "--json",
-                                      "--interval", "1s", "--window-start", str(start), "--window-end", str(end)])
-                self._wait_listening(dst, server, "udp", flow.port)
-            else:
-                server = self._spawn(dst, "server", flow, "recv.jsonl",
-                                     [self.tools["tfrc"], "recv", "--bind", f"0.0.0.0:{flow.port}", "--once", "--json",
-                                      "-", "--quiet"])
-                self._wait_listening(dst, server, "udp", flow.port)
+                sink = self._spawn(dst, "sink", flow, "recv.jsonl",
+                                   [self.tools["meshemu-udp"], "recv", "--port", str(flow.port), "--json",
+                                    "--interval", "1s", "--window-start", str(start), "--window-end", str(end)])
+                self._wait_listening(dst, sink, "udp", flow.port, LEAD_S)
             if flow.kind == "tcp":
                 interval_ms = self.run.measure["tcp_trace"] / 1e6
                 self._spawn(src, "probe", flow, "tcpinfo.jsonl",
@@ -387,6 +404,7 @@ class Execution:
             self._check_stop()
             self._apply_settings(lab)
             self.phase = "starting receivers"
+            self._start_servers(lab)
             self.t0_wall_ns = time.time_ns() + int(LEAD_S * NS)
             self.t0_mono = time.monotonic() + LEAD_S
             clock = self._write_clock(lab)
@@ -396,7 +414,7 @@ class Execution:
             if run.measure.get("view"):
                 recorder = Recorder(lab, flows, self.dir / RECORD_FILE, run.measure["view"] / NS)
                 recorder.start()
-            self._start_receivers(lab)
+            self._start_sinks_and_probes(lab)
             self._sleep_until(0)
             self.cpu.end(cpu.BRING_UP)
             self.phase = "running"
