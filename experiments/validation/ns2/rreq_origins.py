@@ -29,6 +29,7 @@ import argparse
 import collections
 import json
 from pathlib import Path
+from typing import Iterator
 
 from meshemu.experiment.results import ResultsDir
 
@@ -105,18 +106,21 @@ def ns2_attempts(trace: Path, window: tuple[float, float]) -> dict[int, int]:
     return dict(sorted(attempts.items()))
 
 
+def lab_rreqs(routing: Path) -> Iterator[dict]:
+    """aodvd's `rreq_sent` events, every node's, from a run's routing directory."""
+    for path in sorted(routing.glob("*.aodv-events.jsonl")):
+        with open(path) as events:
+            for line in events:
+                if '"rreq_sent"' in line:
+                    yield json.loads(line)
+
+
 def lab_attempts(out: Path, record: dict, window: tuple[float, float]) -> dict[int, int]:
     """The RREQs aodvd originated in the window (seconds of the run) by their attempt."""
     run = out / "runs" / record["run_id"]
     t0 = json.loads((run / "clock.json").read_text())["run_t0_mono_ns"]
-    attempts: collections.Counter = collections.Counter()
-    for path in sorted((run / "routing").glob("*.aodv-events.jsonl")):
-        with open(path) as events:
-            for line in events:
-                if '"rreq_sent"' in line:
-                    event = json.loads(line)
-                    if window[0] <= (event["mono_ns"] - t0) / 1e9 <= window[1]:
-                        attempts[event["attempt"]] += 1
+    attempts = collections.Counter(event["attempt"] for event in lab_rreqs(run / "routing")
+                                   if window[0] <= (event["mono_ns"] - t0) / 1e9 <= window[1])
     return dict(sorted(attempts.items()))
 
 
@@ -129,12 +133,8 @@ def lab_floods(out: Path, record: dict, sources: set[str]) -> dict:
         status = json.loads(path.read_text())
         addresses[status["address"]] = path.name.split(".")[0]
         transmissions += status["control_sent"].get("rreq", {}).get("packets", 0)
-    for path in sorted(routing.glob("*.aodv-events.jsonl")):
-        with open(path) as events:
-            for line in events:
-                if '"rreq_sent"' in line:
-                    node = addresses.get(json.loads(line)["node"])
-                    originated["source" if node in sources else "relay"] += 1
+    for event in lab_rreqs(routing):
+        originated["source" if addresses.get(event["node"]) in sources else "relay"] += 1
     return {"seed": record["seed"], "code": record["software"].get("git"), "originated": dict(originated),
             "transmissions": transmissions}
 
