@@ -249,15 +249,15 @@ class Execution:
                 continue
             assert flow.dst is not None and flow.port is not None
             dst = lab[flow.dst]
-            if flow.kind in ("tcp", "udp"):
-                server = self._spawn(dst, "server", flow, "server.json",
-                                     [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
-                self._wait_listening(dst, server, "tcp", flow.port, SERVER_START_S)
-            else:
+            if flow.kind == "tfrc":
                 server = self._spawn(dst, "server", flow, "recv.jsonl",
                                      [self.tools["tfrc"], "recv", "--bind", f"0.0.0.0:{flow.port}", "--once", "--json",
                                       "-", "--quiet"])
                 self._wait_listening(dst, server, "udp", flow.port, SERVER_START_S)
+            else:  # tcp, or udp through iperf3 (its control connection is TCP)
+                server = self._spawn(dst, "server", flow, "server.json",
+                                     [self.tools["iperf3"], "-s", "-1", "-J", "-p", str(flow.port)])
+                self._wait_listening(dst, server, "tcp", flow.port, SERVER_START_S)
 
     def _start_sinks_and_probes(self, lab: Lab) -> None:
         """meshemu-udp's sinks and the TCP flows' probes and captures, once time 0 is set."""
