@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import TOPOLOGIES, namespaces
-from meshemu import arptable, kernelstats, procs
+from meshemu import arptable, kernelstats, procs, rundirs
 from meshemu.errors import MediumError
 from meshemu.lab import Lab
-from meshemu.state import BY_NETNS, RUN_ROOT, read_state
+from meshemu.state import BY_NETNS, NETNS_DIR, RUN_ROOT, read_state
 from meshemu.topology import load_topology
 
 pytestmark = pytest.mark.root
@@ -236,6 +236,15 @@ def test_the_nodes_share_one_hosts_file(chain):
         seen = lab[name].run(["cat", "/etc/hosts"], check=True).stdout
         assert seen == files[0].read_text()
         assert f"10.0.0.5\tn4\t{CHAIN}-n4\n" in seen
+
+
+def test_the_labs_files_lie_in_memory_while_up(chain):
+    """rundirs.py: the namespace files and the labs' directories are on a
+    tmpfs while a lab is up, also where /run is a disk's (there each new
+    file cost up to half a millisecond; the snapshots of
+    test_experiment_run.py see that the mounts go with the last lab)."""
+    for directory in (NETNS_DIR, RUN_ROOT):
+        assert rundirs.in_memory(directory), directory
 
 
 def test_nodes_forward_and_send_or_take_no_redirects(chain):

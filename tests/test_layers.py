@@ -24,8 +24,8 @@ CONFIGURATION = {
 # Labs, backends, plug-ins, drivers, results, the commands.
 RUNTIME = {
     "__init__", "__main__", "cli", "cli.common", "cli.labs", "cli.files", "cli.experiments", "cli.cluster",
-    "cli.vm", "state", "teardown", "leftovers", "arptable", "kernelstats", "pluginapi", "lab", "backends", "hwsim",
-    "nodedaemons", "routing", "queueing", "simfile", "vm", "vmguest",
+    "cli.vm", "state", "rundirs", "teardown", "leftovers", "arptable", "kernelstats", "pluginapi", "lab", "backends",
+    "hwsim", "nodedaemons", "routing", "queueing", "simfile", "vm", "vmguest",
     "experiment", "experiment.execute", "experiment.runner", "experiment.cluster", "experiment.clusterhost",
     "experiment.results", "experiment.metrics", "experiment.cpu", "experiment.pcap", "experiment.report",
     "experiment.stats", "experiment.demo",

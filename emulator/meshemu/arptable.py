@@ -18,21 +18,16 @@ it found it, also after `meshemu cleanup`.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import LabError
-from .state import RUN_ROOT, lab_names, read_state
+from .state import RUN_ROOT, host_lock, lab_names, read_state
 
 SYSCTLS = Path("/proc/sys/net/ipv4/neigh/default")
 SAVED = RUN_ROOT / "arp-limits.json"  # the host's own limits while ours are set
-# Labs come and go at once (meshemu run --jobs): their updates take turns on
-# a lock on /run itself, which is never removed (a lock file would be left
-# behind, and one under /run/meshemu goes with its directory).
-LOCK = RUN_ROOT.parent
 # Entries a node may hold at once: its neighbours and the nodes that ask for
 # it (a grid node has 4 neighbours; a mobile node meets others over time).
 ENTRIES_PER_NODE = 16
@@ -79,9 +74,7 @@ def limits_for(host: Limits, demand: int) -> Limits:
 def update() -> str | None:
     """Set the limits for the labs that are up now (their states' `arp_entries`),
     or put the host's back; what changed, if anything."""
-    lock = os.open(LOCK, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with host_lock():
         current = Limits.read()
         host = Limits(**json.loads(SAVED.read_text())) if SAVED.exists() else current
         wanted = limits_for(host, demand())
@@ -91,8 +84,6 @@ def update() -> str | None:
             wanted.write()
         if wanted == host:
             SAVED.unlink(missing_ok=True)
-    finally:
-        os.close(lock)
     if wanted == current:
         return None
     verb = "put back" if wanted == host else "set"

@@ -24,7 +24,7 @@ import threading
 from typing import Any
 
 from .errors import LabError
-from .teardown import NETNS_DIR
+from .state import NETNS_DIR
 
 CLONE_NEWNET = 0x40000000
 FILES = ("snmp", "netstat")

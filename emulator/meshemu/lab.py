@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import arptable, kernelstats, medium, procs, queueing, routing
+from . import arptable, kernelstats, medium, procs, queueing, routing, rundirs
 from .backends import LabBackend, TapLabBackend, backend_of
 from .choices import only_in_ns2
 from .errors import LabError, MeshemuError
 from .schema import LAB_NAME
 from .state import (
-    RUN_ROOT, LabState, ProcessRecord, chosen_lab, read_state, record_process, run_dir_of, updating, write_state,
+    NETNS_DIR, LabState, ProcessRecord, chosen_lab, read_state, record_process, run_dir_of, updating, write_state,
 )
-from .teardown import NETNS_DIR, teardown
+from .teardown import teardown
 from .topology import Topology, load_topology
 
 HOSTS_ROOT = Path("/etc/netns")
@@ -250,9 +250,8 @@ class Lab:
             if not (HOSTS_ROOT / namespace).is_dir():
                 state.dirs.append(str(HOSTS_ROOT / namespace))
             state.files.append(str(HOSTS_ROOT / namespace / "hosts"))
-        RUN_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
         try:
-            self.run_dir.mkdir(mode=0o700)
+            rundirs.make_run_dir(self.run_dir)
         except FileExistsError:
             raise LabError(f"lab {self.name!r} exists already: meshemu down {self.name} "
                            f"(or meshemu cleanup {self.name})") from None

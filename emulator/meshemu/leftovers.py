@@ -13,10 +13,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from .state import RUN_ROOT
+from .state import NETNS_DIR, RUN_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
-NETNS_DIR = Path("/run/netns")
 NETNS_CONFIG = Path("/etc/netns")
 
 # What a node sets in its own namespace (medium/src/netns.rs), read on the host,

@@ -34,6 +34,7 @@ from .errors import LabError
 from .procs import ProcessId
 
 RUN_ROOT = Path("/run/meshemu")
+NETNS_DIR = Path("/run/netns")  # where `ip netns` and the medium name namespaces
 BY_NETNS = RUN_ROOT / "by-netns"
 STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
@@ -94,6 +95,20 @@ class LabState:
 
     def medium(self) -> ProcessRecord | None:
         return next((record for record in self.processes if record.role == "medium"), None)
+
+
+@contextmanager
+def host_lock() -> Iterator[None]:
+    """Held while a lab changes what the labs share on the host (RUN_ROOT,
+    the ARP table's limits): labs come and go at once (meshemu run --jobs).
+    An flock on /run itself, which is never removed (a lock file would be
+    left behind, and one under RUN_ROOT goes with it)."""
+    lock = os.open(RUN_ROOT.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)
 
 
 def run_dir_of(lab: str) -> Path:

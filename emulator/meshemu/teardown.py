@@ -10,11 +10,10 @@ import signal
 import subprocess
 from pathlib import Path
 
-from . import arptable, procs
+from . import arptable, procs, rundirs
 from .errors import LabError
-from .state import BY_NETNS, RUN_ROOT, STATE_FILE, LabState, read_state
+from .state import BY_NETNS, NETNS_DIR, RUN_ROOT, STATE_FILE, LabState, read_state
 
-NETNS_DIR = Path("/run/netns")
 NODE_PROCESS_GRACE = 1.0  # seconds between SIGTERM and SIGKILL for programs in the nodes
 MEDIUM_GRACE = 10.0  # the medium deletes its namespaces on SIGTERM
 
@@ -54,8 +53,7 @@ def teardown(run_dir: Path, medium_grace: float = MEDIUM_GRACE) -> list[str]:
         limits = str(exc)
     if limits:
         report.append(limits)
-    _remove_if_empty(BY_NETNS)
-    _remove_if_empty(RUN_ROOT)
+    rundirs.release()
     return report
 
 
@@ -143,13 +141,6 @@ def _remove_files(state: LabState, report: list[str]) -> None:
         report.append(f"removed {name}")
 
 
-def _remove_if_empty(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:
-        pass  # missing or not empty
-
-
 def remove_dangling_by_netns_links(report: list[str]) -> None:
     """Links left by a medium whose lab directory is gone."""
     if not BY_NETNS.is_dir():
@@ -158,5 +149,4 @@ def remove_dangling_by_netns_links(report: list[str]) -> None:
         if link.is_symlink() and not link.exists() and Path(os.readlink(link)).is_relative_to(RUN_ROOT):
             link.unlink(missing_ok=True)
             report.append(f"removed {link}")
-    _remove_if_empty(BY_NETNS)
-    _remove_if_empty(RUN_ROOT)
+    rundirs.release()

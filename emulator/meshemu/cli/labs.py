@@ -117,10 +117,10 @@ def _cleanup(args: argparse.Namespace) -> int:
     else:
         for name in lab_names():
             report += teardown(run_dir_of(name))
-        remove_dangling_by_netns_links(report)
         limits = arptable.update()  # also when the labs that raised them left no state
         if limits:
             report.append(limits)
+        remove_dangling_by_netns_links(report)  # last: it removes /run/meshemu once empty
     for line in report:
         out.print(escape(line))
     if not report:
