@@ -176,7 +176,7 @@ run_tests() {
     say "Rust tests"
     cargo test --release --workspace --locked --quiet
     say "Python tests"
-    "$venv/bin/python" -m pytest -q -ra tests
+    "$venv/bin/python" -m pytest -q -ra --durations=15 tests
 }
 
 case "${1:-install}" in

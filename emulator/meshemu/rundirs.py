@@ -27,12 +27,19 @@ def make_run_dir(run_dir: Path) -> None:
     """Make a lab's directory below RUN_ROOT, with RUN_ROOT and NETNS_DIR in
     memory; FileExistsError if the lab's directory exists."""
     with host_lock():
-        for directory in (NETNS_DIR, RUN_ROOT):
-            directory.mkdir(mode=0o755, parents=True, exist_ok=True)
-            # Not over files that are there already: they would be hidden, not removed.
-            if not in_memory(directory) and not any(directory.iterdir()):
-                _run(["mount", "-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", MOUNT_SOURCE, str(directory)])
-        run_dir.mkdir(mode=0o700)
+        mounted: list[Path] = []
+        try:
+            for directory in (NETNS_DIR, RUN_ROOT):
+                directory.mkdir(mode=0o755, parents=True, exist_ok=True)
+                # Not over files that are there already: they would be hidden, not removed.
+                if not in_memory(directory) and not any(directory.iterdir()):
+                    _run(["mount", "-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", MOUNT_SOURCE, str(directory)])
+                    mounted.append(directory)
+            run_dir.mkdir(mode=0o700)
+        except BaseException:
+            for directory in mounted:
+                _unmount_ours(directory)
+            raise
 
 
 def release() -> None:

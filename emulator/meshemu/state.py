@@ -99,8 +99,9 @@ class LabState:
 
 @contextmanager
 def host_lock() -> Iterator[None]:
-    """Held while a lab changes what the labs share on the host (RUN_ROOT,
-    the ARP table's limits): labs come and go at once (meshemu run --jobs).
+    """Held while a lab changes what the labs share on the host (the tmpfs
+    mounts of rundirs.py, RUN_ROOT, the ARP table's limits): labs come and
+    go at once (meshemu run --jobs).
     An flock on /run itself, which is never removed (a lock file would be
     left behind, and one under RUN_ROOT goes with it)."""
     lock = os.open(RUN_ROOT.parent, os.O_RDONLY | os.O_DIRECTORY)
