@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import namespaces
-from meshemu import procs
+from meshemu import leftovers, procs, rundirs
 from meshemu.state import IptablesRule, LabState, ProcessRecord, RUN_ROOT, read_state, record_iptables_rules, write_state
 from meshemu.teardown import teardown
 
@@ -128,3 +128,16 @@ def test_wait_gone_returns_at_exit_and_names_the_survivors():
     finally:
         slow.kill()
         slow.wait()
+
+
+def test_cli_cleanup_removes_a_lab_directory_its_state_never_reached():
+    """A runner killed between making its lab's directory and writing the
+    lab's state leaves an empty directory, and the tmpfs rundirs.py mounted
+    for it where /run is a disk's: `meshemu cleanup` removes both."""
+    before = leftovers.snapshot()
+    run_dir = RUN_ROOT / f"tn{os.getpid() % 100000}"
+    rundirs.make_run_dir(run_dir)
+    cleanup = subprocess.run([sys.executable, "-m", "meshemu", "cleanup"], capture_output=True, text=True)
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert f"removed {run_dir}" in cleanup.stdout
+    assert leftovers.differences(before, leftovers.snapshot()) == {}

@@ -124,6 +124,16 @@ def lab_names() -> list[str]:
     return sorted(entry.name for entry in RUN_ROOT.iterdir() if (entry / STATE_FILE).is_file())
 
 
+def dirs_without_state() -> list[Path]:
+    """Directories under RUN_ROOT with no state file: a lab killed between
+    making its directory and writing its state leaves one (empty; teardown
+    leaves a directory with files but no state alone)."""
+    if not RUN_ROOT.is_dir():
+        return []
+    return sorted(entry for entry in RUN_ROOT.iterdir()
+                  if entry.is_dir() and entry != BY_NETNS and not (entry / STATE_FILE).exists())
+
+
 def chosen_lab(name: str | None) -> str:
     """The lab named, or without a name the only lab up; refused with the
     labs there are when neither fits."""

@@ -16,7 +16,7 @@ from rich.table import Table
 from .. import arptable, medium, procs, units
 from ..errors import LabError, MeshemuError
 from ..lab import Lab
-from ..state import chosen_lab, lab_names, read_state, run_dir_of
+from ..state import chosen_lab, dirs_without_state, lab_names, read_state, run_dir_of
 from ..teardown import remove_dangling_by_netns_links, teardown
 from .common import AddCommand, err, out
 
@@ -117,6 +117,8 @@ def _cleanup(args: argparse.Namespace) -> int:
     else:
         for name in lab_names():
             report += teardown(run_dir_of(name))
+        for run_dir in dirs_without_state():
+            report += teardown(run_dir)
         limits = arptable.update()  # also when the labs that raised them left no state
         if limits:
             report.append(limits)
