@@ -13,6 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from . import rundirs
 from .state import NETNS_DIR, RUN_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,9 +104,9 @@ def _files(root: Path) -> list[str]:
 
 
 def _mounts() -> list[str]:
-    """Mount points under the directories a lab mounts on (namespace files)."""
-    points = (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
-    return sorted(p for p in points if p.startswith((str(NETNS_DIR), str(RUN_ROOT), str(NETNS_CONFIG))))
+    """Mount points under the directories a lab mounts on (namespace files, rundirs.py's tmpfs)."""
+    roots = (NETNS_DIR, RUN_ROOT, NETNS_CONFIG)
+    return sorted(str(point) for point, _, _ in rundirs.mounts() if any(point.is_relative_to(root) for root in roots))
 
 
 def _processes() -> list[str]:

@@ -72,13 +72,21 @@ def _mount_of(path: Path) -> tuple[Path, str, str]:
     """The mount point, filesystem type and source of the mount `path` lies
     on (the last mounted of those with the longest mount point)."""
     found = (Path("/"), "", "")
+    for mount in mounts():
+        if path.is_relative_to(mount[0]) and len(mount[0].parts) >= len(found[0].parts):
+            found = mount
+    return found
+
+
+def mounts() -> list[tuple[Path, str, str]]:
+    """This process's mounts in the order they were mounted: mount point,
+    filesystem type, source."""
+    found = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         # id parent major:minor root mount-point options [optional...] - type source super-options
         fields = line.split()
-        point = Path(_unescape(fields[4]))
         separator = fields.index("-", 6)
-        if path.is_relative_to(point) and len(point.parts) >= len(found[0].parts):
-            found = (point, fields[separator + 1], _unescape(fields[separator + 2]))
+        found.append((Path(_unescape(fields[4])), fields[separator + 1], _unescape(fields[separator + 2])))
     return found
 
 
